@@ -1,0 +1,110 @@
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tu_expect_failure(dnnjit_status_t got, dnnjit_status_t want, const char *fragment, const char *what,
+                       const char *file, int line)
+{
+    const char *msg = dnnjit_last_error();
+    if (got != want)
+        fail_msg("%s:%d: %s returned %s, expected %s (message: %s)", file, line, what, dnnjit_status_name(got),
+                 dnnjit_status_name(want), msg);
+    if (fragment && !strstr(msg, fragment))
+        fail_msg("%s:%d: %s: message \"%s\" lacks \"%s\"", file, line, what, msg, fragment);
+}
+
+dnnjit_graph_t tu_graph(dnnjit_data_type_t io_type)
+{
+    dnnjit_graph_t g = NULL;
+    TU_OK(dnnjit_graph_create(NULL,
+                              &(dnnjit_graph_attr_t){.name = "test",
+                                                     .io_data_type = io_type,
+                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
+                                                     .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
+                              &g));
+    return g;
+}
+
+dnnjit_tensor_t tu_tensor(dnnjit_graph_t g, const char *name, int ndim, const int64_t *dim, const int64_t *stride,
+                          dnnjit_data_type_t type)
+{
+    dnnjit_tensor_t t = 0;
+    TU_OK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = name, .ndim = ndim, .dim = dim, .stride = stride,
+                                                          .data_type = type},
+                              &t));
+    return t;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+void tu_seed(uint64_t seed)
+{
+    rng_state = seed ? seed : 0x9e3779b97f4a7c15ull;
+}
+
+double tu_uniform(double lo, double hi)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+int64_t tu_numel(const dnnjit_tensor_info_t *info)
+{
+    int64_t n = 1;
+    for (int i = 0; i < info->ndim; i++)
+        n *= info->dim[i];
+    return n;
+}
+
+int64_t tu_span(const dnnjit_tensor_info_t *info)
+{
+    int64_t span = 1;
+    for (int i = 0; i < info->ndim; i++)
+        span += (info->dim[i] - 1) * info->stride[i];
+    return span;
+}
+
+int64_t tu_offset(const dnnjit_tensor_info_t *info, int64_t linear)
+{
+    int64_t off = 0;
+    for (int i = info->ndim - 1; i >= 0; i--) {
+        off += linear % info->dim[i] * info->stride[i];
+        linear /= info->dim[i];
+    }
+    return off;
+}
+
+static void *buffer_for(dnnjit_graph_t g, dnnjit_tensor_t t, dnnjit_tensor_info_t *info)
+{
+    TU_OK(dnnjit_tensor_get_info(g, t, info));
+    size_t size = dnnjit_data_type_size(info->data_type);
+    assert_true(size > 0);
+    void *p = calloc((size_t)tu_span(info), size);
+    assert_non_null(p);
+    return p;
+}
+
+void *tu_random_buffer(dnnjit_graph_t g, dnnjit_tensor_t t, double lo, double hi)
+{
+    dnnjit_tensor_info_t info;
+    void *p = buffer_for(g, t, &info);
+    int64_t n = tu_numel(&info);
+    for (int64_t i = 0; i < n; i++)
+        dnnjit_element_store(info.data_type, p, tu_offset(&info, i), tu_uniform(lo, hi));
+    return p;
+}
+
+void *tu_poison_buffer(dnnjit_graph_t g, dnnjit_tensor_t t)
+{
+    dnnjit_tensor_info_t info;
+    void *p = buffer_for(g, t, &info);
+    int64_t span = tu_span(&info);
+    for (int64_t i = 0; i < span; i++)
+        dnnjit_element_store(info.data_type, p, i, NAN);
+    return p;
+}

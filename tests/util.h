@@ -1,0 +1,52 @@
+/* Helpers shared by the cmocka tests: terse graph building and random data. */
+#ifndef DNNJIT_TEST_UTIL_H
+#define DNNJIT_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "dnnjit.h"
+
+/* Asserts a call succeeded, printing the library's message when it did not. */
+#define TU_OK(call)                                                                             \
+    do {                                                                                        \
+        dnnjit_status_t tu_s_ = (call);                                                         \
+        if (tu_s_ != DNNJIT_STATUS_SUCCESS)                                                     \
+            fail_msg("%s failed: %s: %s", #call, dnnjit_status_name(tu_s_), dnnjit_last_error()); \
+    } while (0)
+
+/* Asserts a call failed with `status` and that the message contains `fragment`. */
+#define TU_FAILS(call, status, fragment) tu_expect_failure((call), (status), (fragment), #call, __FILE__, __LINE__)
+void tu_expect_failure(dnnjit_status_t got, dnnjit_status_t want, const char *fragment, const char *what,
+                       const char *file, int line);
+
+/* A graph with io HALF / intermediate FLOAT / compute FLOAT (NULL handle). */
+dnnjit_graph_t tu_graph(dnnjit_data_type_t io_type);
+
+/* Adds an input tensor with packed strides (stride NULL) or the given ones. */
+dnnjit_tensor_t tu_tensor(dnnjit_graph_t g, const char *name, int ndim, const int64_t *dim, const int64_t *stride,
+                          dnnjit_data_type_t type);
+#define TU_DIMS(...) (int64_t[]){__VA_ARGS__}
+
+/* Deterministic pseudo-random numbers (xorshift), uniform in [lo, hi). */
+void tu_seed(uint64_t seed);
+double tu_uniform(double lo, double hi);
+
+/* Allocates a host buffer big enough for a tensor (its strides' span) and fills every
+ * element with uniform values in [lo, hi), stored in the tensor's data type. Freed by the
+ * caller with free(). */
+void *tu_random_buffer(dnnjit_graph_t g, dnnjit_tensor_t t, double lo, double hi);
+/* Allocates a buffer for a tensor filled with NaN (poison). */
+void *tu_poison_buffer(dnnjit_graph_t g, dnnjit_tensor_t t);
+
+/* The offset of the element at a linear row-major index into the tensor's strides. */
+int64_t tu_offset(const dnnjit_tensor_info_t *info, int64_t linear);
+/* Element count and storage span (max offset + 1). */
+int64_t tu_numel(const dnnjit_tensor_info_t *info);
+int64_t tu_span(const dnnjit_tensor_info_t *info);
+
+#endif
