@@ -1,0 +1,38 @@
+/* Partitioning a validated graph into groups that each become one kernel. */
+#ifndef DNNJIT_FUSION_FUSION_H
+#define DNNJIT_FUSION_FUSION_H
+
+#include "graph/graph.h"
+
+typedef enum dnnjit__group_kind {
+    DNNJIT__GROUP_GEMM,      /* matmul -> [pointwise epilogue DAG] */
+    DNNJIT__GROUP_POINTWISE, /* a pointwise DAG over one output shape */
+    DNNJIT__GROUP_SINGLE,    /* any other node on its own */
+} dnnjit__group_kind_t;
+
+typedef struct dnnjit__group {
+    dnnjit__group_kind_t kind;
+    int64_t first_node;  /* the anchor: the matmul of a GEMM group, the first node otherwise */
+    int64_t node_count;  /* nodes of the group, in graph (topological) order: */
+    int64_t *nodes;      /* indices into graph->nodes */
+    int64_t input_count; /* tensors the group reads that it does not produce */
+    dnnjit_tensor_t *inputs;
+    int64_t output_count; /* tensors the group writes to memory: non-virtual ones, and */
+    dnnjit_tensor_t *outputs; /* virtual ones a later group reads (kept in the workspace) */
+} dnnjit__group_t;
+
+typedef struct dnnjit__partition {
+    int64_t group_count;
+    dnnjit__group_t *groups;
+    /* Virtual tensors that cross groups live in the workspace at these byte offsets
+     * (aligned to 256 bytes), indexed by tensor id - 1; -1 for every other tensor. */
+    int64_t *workspace_offset;
+    int64_t workspace_size;
+} dnnjit__partition_t;
+
+/* Splits a validated graph into groups, runnable in order. Every node lands in exactly
+ * one group. Errors: OUT_OF_MEMORY, BAD_STATE (graph not validated). */
+dnnjit_status_t dnnjit__partition(dnnjit_graph_t g, dnnjit__partition_t *out);
+void dnnjit__partition_free(dnnjit__partition_t *p);
+
+#endif
