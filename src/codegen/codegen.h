@@ -1,0 +1,31 @@
+/* Pieces of CUDA source shared by the engines: type names, literals, strided offsets and
+ * the fused pointwise expressions. Values live in float variables named v<tensor id>. */
+#ifndef DNNJIT_CODEGEN_CODEGEN_H
+#define DNNJIT_CODEGEN_CODEGEN_H
+
+#include "common/strbuf.h"
+#include "graph/graph.h"
+
+/* The storage type a kernel uses for a data type ("dj_half", "float", ...). */
+const char *dnnjit__cuda_type(dnnjit_data_type_t type);
+
+/* A float literal that reads back exactly as the float nearest `v` (inf and NaN too). */
+void dnnjit__emit_float(dnnjit__strbuf_t *sb, double v);
+
+/* The element offset, in tensor t, of the element at coordinates c0..c{ndim-1} of an
+ * output of rank `ndim` into which t broadcasts (right-aligned; size-1 dims contribute 0). */
+void dnnjit__emit_offset(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, int ndim);
+
+/* Declares `const dj_i64 c0..c{ndim-1}` from the linear row-major index expression `index`
+ * over dims. */
+void dnnjit__emit_coords(dnnjit__strbuf_t *sb, const char *index, int ndim, const int64_t *dim, const char *indent);
+
+/* Emits `float v<out> = <expression>;` for one pointwise node whose inputs are already in
+ * their v<id> variables. */
+void dnnjit__emit_pointwise(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__node_t *n, const char *indent);
+
+/* Emits the value of a pass-by-value tensor: its fixed value as a literal, or the kernel
+ * argument slot args.scalar[slot]. */
+void dnnjit__emit_scalar(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, int slot);
+
+#endif

@@ -1,0 +1,214 @@
+// Device helpers shared by every generated kernel: storage types, conversions to and from
+// float, and one function per pointwise mode. Kernels include no CUDA headers (each costs
+// compile time), so narrow types are plain bit containers converted with PTX or bit math.
+// The meaning of every pointwise mode matches src/ref/pointwise.c, evaluated in float.
+// Concatenated at the top of every generated kernel, so it is never included twice.
+
+typedef unsigned long long dj_u64;
+typedef long long dj_i64;
+
+struct dj_half { unsigned short bits; };
+struct dj_bf16 { unsigned short bits; };
+struct dj_e4m3 { unsigned char bits; };
+struct dj_e5m2 { unsigned char bits; };
+struct dj_bool { unsigned char bits; };
+
+// ---- conversions to float ----------------------------------------------------------
+
+__device__ __forceinline__ float dj_to_float(float v) { return v; }
+__device__ __forceinline__ float dj_to_float(double v) { return (float)v; }
+__device__ __forceinline__ float dj_to_float(signed char v) { return (float)v; }
+__device__ __forceinline__ float dj_to_float(int v) { return (float)v; }
+__device__ __forceinline__ float dj_to_float(dj_i64 v) { return (float)v; }
+__device__ __forceinline__ float dj_to_float(dj_bool v) { return v.bits ? 1.0f : 0.0f; }
+
+__device__ __forceinline__ float dj_to_float(dj_half v)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+    return f;
+}
+
+__device__ __forceinline__ float dj_to_float(dj_bf16 v) { return __uint_as_float((unsigned)v.bits << 16); }
+
+// Small floats with `mbits` mantissa bits and exponent bias `bias`; `ieee` formats use an
+// all-ones exponent for inf/NaN, E4M3 only for NaN (S.1111.111).
+__device__ __forceinline__ float dj_small_to_float(unsigned bits, int ebits, int mbits, bool ieee)
+{
+    const int bias = (1 << (ebits - 1)) - 1;
+    const unsigned sign = bits >> (ebits + mbits) & 1u;
+    const unsigned e = bits >> mbits & ((1u << ebits) - 1);
+    const unsigned m = bits & ((1u << mbits) - 1);
+    const unsigned emax = (1u << ebits) - 1;
+    float v;
+    if (ieee && e == emax)
+        v = m ? __int_as_float(0x7fc00000) : __int_as_float(0x7f800000);
+    else if (!ieee && e == emax && m == (1u << mbits) - 1)
+        v = __int_as_float(0x7fc00000);
+    else if (e == 0)
+        v = ldexpf((float)m, 1 - bias - mbits);
+    else
+        v = ldexpf(1.0f + ldexpf((float)m, -mbits), (int)e - bias);
+    return sign ? -v : v;
+}
+
+__device__ __forceinline__ float dj_to_float(dj_e4m3 v) { return dj_small_to_float(v.bits, 4, 3, false); }
+__device__ __forceinline__ float dj_to_float(dj_e5m2 v) { return dj_small_to_float(v.bits, 5, 2, true); }
+
+// ---- conversions from float (round to nearest even) ---------------------------------
+
+template <typename T> __device__ __forceinline__ T dj_from_float(float v);
+
+template <> __device__ __forceinline__ float dj_from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ double dj_from_float<double>(float v) { return (double)v; }
+template <> __device__ __forceinline__ dj_bool dj_from_float<dj_bool>(float v) { return dj_bool{(unsigned char)(v != 0.0f)}; }
+
+template <> __device__ __forceinline__ signed char dj_from_float<signed char>(float v)
+{
+    if (v != v)
+        return 0;
+    return (signed char)fminf(fmaxf(rintf(v), -128.0f), 127.0f);
+}
+
+template <> __device__ __forceinline__ int dj_from_float<int>(float v)
+{
+    if (v != v)
+        return 0;
+    return (int)fminf(fmaxf(rintf(v), -2147483648.0f), 2147483520.0f);
+}
+
+template <> __device__ __forceinline__ dj_i64 dj_from_float<dj_i64>(float v)
+{
+    if (v != v)
+        return 0;
+    return (dj_i64)fminf(fmaxf(rintf(v), -9.2233720e18f), 9.2233715e18f);
+}
+
+template <> __device__ __forceinline__ dj_half dj_from_float<dj_half>(float v)
+{
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return dj_half{h};
+}
+
+template <> __device__ __forceinline__ dj_bf16 dj_from_float<dj_bf16>(float v)
+{
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return dj_bf16{h};
+}
+
+// Rounds |v| to a small float; saturating formats clamp to their largest finite value.
+__device__ __forceinline__ unsigned dj_float_to_small(float v, int ebits, int mbits, bool ieee)
+{
+    const int bias = (1 << (ebits - 1)) - 1;
+    const unsigned sign = signbit(v) ? 1u << (ebits + mbits) : 0u;
+    const unsigned inf_bits = ((1u << ebits) - 1) << mbits;
+    const unsigned max_bits = ieee ? inf_bits - 1 : inf_bits | ((1u << mbits) - 2);
+    const float max_finite = dj_small_to_float(max_bits, ebits, mbits, ieee);
+    if (v != v)
+        return sign | inf_bits | (ieee ? 1u << (mbits - 1) : (1u << mbits) - 1);
+    float a = fabsf(v);
+    if (a == 0.0f)
+        return sign;
+    int e;
+    frexpf(a, &e);
+    int E = e - 1;
+    const int emin = 1 - bias;
+    if (E < emin)
+        return sign | (unsigned)rintf(ldexpf(a, mbits - emin));
+    float q = rintf(ldexpf(a, mbits - E));
+    if (q >= ldexpf(1.0f, mbits + 1)) {
+        q = ldexpf(1.0f, mbits);
+        E++;
+    }
+    if (isinf(a) || ldexpf(q, E - mbits) > max_finite)
+        return sign | (ieee ? inf_bits : max_bits);
+    return sign | (unsigned)(E + bias) << mbits | ((unsigned)q - (1u << mbits));
+}
+
+template <> __device__ __forceinline__ dj_e4m3 dj_from_float<dj_e4m3>(float v)
+{
+    return dj_e4m3{(unsigned char)dj_float_to_small(v, 4, 3, false)};
+}
+
+template <> __device__ __forceinline__ dj_e5m2 dj_from_float<dj_e5m2>(float v)
+{
+    return dj_e5m2{(unsigned char)dj_float_to_small(v, 5, 2, true)};
+}
+
+// ---- pointwise modes (float math) -------------------------------------------------
+
+__device__ __forceinline__ float dj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// RELU with lower clip l, upper clip u and slope s below l: y = x >= l ? x : l + s*(x - l),
+// then min(y, u).
+__device__ __forceinline__ float dj_relu(float x, float l, float u, float s)
+{
+    float y = x > l ? x : l + s * (x - l);
+    return fminf(y, u);
+}
+__device__ __forceinline__ float dj_relu_bwd(float dy, float x, float l, float u, float s)
+{
+    return x > l ? (x < u ? dy : 0.0f) : dy * s;
+}
+__device__ __forceinline__ float dj_elu(float x, float a) { return x > 0.0f ? x : a * expm1f(x); }
+__device__ __forceinline__ float dj_elu_bwd(float dy, float x, float a) { return x > 0.0f ? dy : dy * a * expf(x); }
+__device__ __forceinline__ float dj_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float dj_gelu_bwd(float dy, float x)
+{
+    const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+    return dy * (0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * pdf);
+}
+__device__ __forceinline__ float dj_gelu_tanh(float x)
+{
+    const float k = 0.79788456080286536f; // sqrt(2/pi)
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float dj_gelu_tanh_bwd(float dy, float x)
+{
+    const float k = 0.79788456080286536f;
+    const float t = tanhf(k * (x + 0.044715f * x * x * x));
+    const float dt = (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
+    return dy * (0.5f * (1.0f + t) + 0.5f * x * dt);
+}
+__device__ __forceinline__ float dj_softplus(float x, float b)
+{
+    const float z = b * x;
+    return (z > 20.0f ? z : log1pf(expf(z))) / b;
+}
+__device__ __forceinline__ float dj_softplus_bwd(float dy, float x, float b) { return dy * dj_sigmoid(b * x); }
+__device__ __forceinline__ float dj_swish(float x, float b) { return x * dj_sigmoid(b * x); }
+__device__ __forceinline__ float dj_swish_bwd(float dy, float x, float b)
+{
+    const float s = dj_sigmoid(b * x);
+    return dy * (s + b * x * s * (1.0f - s));
+}
+__device__ __forceinline__ float dj_tanh_bwd(float dy, float x)
+{
+    const float t = tanhf(x);
+    return dy * (1.0f - t * t);
+}
+__device__ __forceinline__ float dj_sigmoid_bwd(float dy, float x)
+{
+    const float s = dj_sigmoid(x);
+    return dy * s * (1.0f - s);
+}
+__device__ __forceinline__ float dj_truth(bool b) { return b ? 1.0f : 0.0f; }
+
+// ---- launch arguments --------------------------------------------------------------
+
+// Every generated kernel takes one DjArgs by value: the device addresses of the tensors its
+// group touches (inputs first, then outputs, in the order the code generator lists them) and
+// the values of pass-by-value scalars not fixed in the graph.
+#define DJ_MAX_TENSORS 24
+#define DJ_MAX_SCALARS 8
+struct DjArgs {
+    void *ptr[DJ_MAX_TENSORS];
+    float scalar[DJ_MAX_SCALARS];
+};
+
+// N elements of T moved as one aligned access (16 bytes when N * sizeof(T) == 16).
+template <typename T, int N> struct __align__(sizeof(T) * N) dj_vec {
+    T v[N];
+};
