@@ -153,10 +153,9 @@ static const attr_field_t *const op_fields[DNNJIT_OP_COUNT_] = {
 static const char *const top_keys[] = {"context", "dnnjit_version", "json_version", "nodes", "tensors", NULL};
 static const char *const context_keys[] = {"name", "io_data_type", "intermediate_data_type", "compute_data_type",
                                            NULL};
-static const char *const tensor_keys[] = {"name",      "data_type",  "resolved_data_type", "dim",
-                                          "stride",    "dim_set",    "stride_set",         "is_virtual",
-                                          "is_pass_by_value", "pass_by_value", "uid",      "uid_assigned",
-                                          NULL};
+static const char *const tensor_keys[] = {"name", "data_type", "resolved_data_type", "dim", "stride", "dim_set",
+                                          "stride_set", "is_virtual", "is_pass_by_value", "pass_by_value", "uid",
+                                          "uid_assigned", NULL};
 static const char *const node_keys[] = {"tag", "name", "compute_data_type", "inputs", "outputs", NULL};
 
 /* Which output slots a node must have (bit i = slot i) and which it may have. The C API
@@ -165,7 +164,6 @@ static const char *const node_keys[] = {"tag", "name", "compute_data_type", "inp
 static void output_rule(const dnnjit__node_t *n, uint32_t *required, uint32_t *allowed, const char **attr)
 {
     const dnnjit__op_ports_t *ports = dnnjit__op_ports(n->op);
-    bool training = n->attr.norm.phase == DNNJIT_NORM_PHASE_TRAINING;
     *allowed = (1u << ports->n_out) - 1;
     *required = *allowed & ~ports->out_optional;
     *attr = NULL;
@@ -177,11 +175,9 @@ static void output_rule(const dnnjit__node_t *n, uint32_t *required, uint32_t *a
         *attr = "stats";
         break;
     case DNNJIT_OP_LAYERNORM:
-        *required = training ? 7 : 1;
-        *attr = "phase";
-        break;
     case DNNJIT_OP_RMSNORM:
-        *required = training ? 3 : 1;
+        /* Training adds MEAN (layernorm only) and INV_VARIANCE: every output slot. */
+        *required = n->attr.norm.phase == DNNJIT_NORM_PHASE_TRAINING ? *allowed : 1;
         *attr = "phase";
         break;
     case DNNJIT_OP_SDPA:
@@ -810,6 +806,8 @@ static dnnjit_status_t read_graph(reader_t *r, json_t *root, dnnjit_handle_t han
     snprintf(r->who, sizeof r->who, "document");
     if (!json_is_object(root))
         return bad(r, "the top level must be an object, not %s", json_kind(root));
+    /* dnnjit_version records which library wrote the file; it is only checked to be a
+     * string, since json_version alone decides how the document reads. */
     const char *version = NULL, *library_version = NULL;
     json_t *tensors, *nodes;
     dnnjit_status_t s;
