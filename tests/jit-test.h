@@ -4,7 +4,7 @@
 #ifndef DNNJIT_TEST_JIT_TEST_H
 #define DNNJIT_TEST_JIT_TEST_H
 
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* POSIX 2008 with nftw */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -93,13 +93,13 @@ static inline void jt_assert_cubin(const void *cubin, size_t size, const char *k
     assert_true(named);
 }
 
-/* Runs this test binary again as `argv0 --child <args...>` and returns its exit status
- * (-1 when it did not exit normally). `stderr_fd` >= 0 receives the child's stderr. */
-static inline int jt_run_child(const char *const *args, int stderr_fd)
+/* Starts this test binary again as `argv0 --child <args...>` (args NULL-terminated);
+ * `stderr_fd` >= 0 receives the child's stderr. */
+static inline pid_t jt_spawn_child(const char *const *args, int stderr_fd)
 {
     char *argv[16] = {"/proc/self/exe", "--child"};
     int argc = 2;
-    for (; args[argc - 2] && argc < 15; argc++)
+    for (; argc < 15 && args[argc - 2]; argc++)
         argv[argc] = (char *)args[argc - 2];
     argv[argc] = NULL;
     pid_t pid = fork();
@@ -110,9 +110,20 @@ static inline int jt_run_child(const char *const *args, int stderr_fd)
         execv("/proc/self/exe", argv);
         _exit(126);
     }
+    return pid;
+}
+
+/* The child's exit status, or -1 when it did not exit normally. */
+static inline int jt_wait_child(pid_t pid)
+{
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static inline int jt_run_child(const char *const *args, int stderr_fd)
+{
+    return jt_wait_child(jt_spawn_child(args, stderr_fd));
 }
 
 /* In a child: reports a failed check on stderr and exits with `code`. */

@@ -607,7 +607,7 @@ static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), v
         return s;
     DIR *top = opendir(root);
     if (!top) {
-        if (errno == ENOENT)
+        if (errno == ENOENT || errno == ENOTDIR) /* no cache folder, so no files */
             return DNNJIT_STATUS_SUCCESS;
         return dnnjit__fail(NULL, DNNJIT_STATUS_IO_ERROR, "kernel cache: cannot read %s: %s", root, strerror(errno));
     }

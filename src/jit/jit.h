@@ -262,8 +262,8 @@ typedef struct dnnjit__jit_cache_file {
     int64_t mtime;      /* seconds since the epoch */
 } dnnjit__jit_cache_file_t;
 
-/* Calls `visit` for each CUBIN file in the disk cache (no particular order). A missing
- * folder lists nothing. */
+/* Calls `visit` for each CUBIN file in the disk cache (no particular order). A folder
+ * that does not exist lists nothing. */
 dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_file_t *file, void *user), void *user);
 
 /* Drops every memory entry (destroying attached objects). */
