@@ -506,9 +506,7 @@ static void disk_store(const char *folder, const char *file, dnnjit__jit_key_t k
         return;
     }
     int n = snprintf(tmp, sizeof tmp, "%.*s.tmp.XXXXXX", (int)(strlen(file) - strlen(".cubin")), file);
-    if (n <= 0 || n >= (int)sizeof tmp)
-        return;
-    int fd = mkstemp(tmp);
+    int fd = n > 0 && n < (int)sizeof tmp ? mkstemp(tmp) : (errno = ENAMETOOLONG, -1);
     if (fd < 0) {
         COUNT(disk_write_failures);
         disk_trouble("write in", folder, errno);

@@ -50,8 +50,9 @@ dnnjit_status_t dnnjit__nvrtc_version(int *major, int *minor);
 
 /* Compiles `source` (program `name`, used in NVRTC's messages) to a CUBIN for `arch` with
  * -std=c++17 and -default-device plus `options` (NULL for none). On success *cubin is a
- * malloc'd buffer of *size bytes that the caller frees. A compile error gives
- * NOT_SUPPORTED with NVRTC's log (truncated to fit a message). */
+ * malloc'd buffer of *size bytes that the caller frees. A compile error gives INTERNAL
+ * (generated code that does not compile is dnnjit's fault), an option or architecture
+ * this NVRTC rejects NOT_SUPPORTED; both carry NVRTC's log, truncated to fit a message. */
 dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, const char *arch,
                                       const dnnjit__compile_options_t *options, void **cubin, size_t *size);
 
