@@ -40,7 +40,7 @@ static nvrtc_api_t nvrtc;
 /* The outcome of the one load attempt, kept for every later caller. */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool load_ok;
-static char load_error[1536];
+static char load_error[DNNJIT__MSG_LEN];
 
 /* dlsym into a function pointer of any type: POSIX guarantees the conversion works, and
  * the memcpy keeps -Wpedantic quiet about object-to-function pointer casts. */
