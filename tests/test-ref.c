@@ -251,6 +251,26 @@ static void virtual_intermediates_keep_float64(void **state)
     rt_free(&r);
 }
 
+/* One virtual tensor read by two nodes, once through both inputs of a MUL. */
+static void virtual_tensor_fan_out(void **state)
+{
+    (void)state;
+    rt_t r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
+    dnnjit_tensor_t x = tu_tensor(r.g, "x", 1, TU_DIMS(3), NULL, DNNJIT_DATA_TYPE_NOT_SET), t, sq, diff;
+    TU_OK(dnnjit_graph_pointwise(r.g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_NEG}, x, 0, 0, &t));
+    TU_OK(dnnjit_graph_pointwise(r.g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, t, t, 0, &sq));
+    TU_OK(dnnjit_graph_pointwise(r.g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_SUB}, t, x, 0, &diff));
+    const double vx[] = {1, -2, 3};
+    rt_in(&r, x, vx);
+    rt_out(&r, sq);
+    rt_out(&r, diff);
+    rt_run(&r);
+    const double want_sq[] = {1, 4, 9}, want_diff[] = {-2, 4, -6};
+    rt_expect(&r, sq, want_sq, 3, 0);
+    rt_expect(&r, diff, want_diff, 3, 0);
+    rt_free(&r);
+}
+
 static void stored_output_is_read_back_rounded(void **state)
 {
     (void)state;
@@ -707,6 +727,7 @@ int main(void)
         cmocka_unit_test(pass_by_value_errors),
         cmocka_unit_test(chain_with_virtual_intermediates),
         cmocka_unit_test(virtual_intermediates_keep_float64),
+        cmocka_unit_test(virtual_tensor_fan_out),
         cmocka_unit_test(stored_output_is_read_back_rounded),
         cmocka_unit_test(in_place_outputs),
         cmocka_unit_test(strided_output_leaves_gaps),
