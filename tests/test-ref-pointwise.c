@@ -204,12 +204,12 @@ static void relu_clips_and_slope(void **state)
 {
     (void)state;
     rt_t r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
-    const double x[] = {-3, -1, -0.5, 0, 1.5, 2, 5};
-    /* Below -1: -1 + 0.1 (x + 1); at -1 itself the line gives -1; above 2: 2. */
-    const double want[] = {-1.2, -1, -0.5, 0, 1.5, 2, 2};
+    const double x[] = {-3, -1, -0.5, 0, 1.5, 2, 5, NAN};
+    /* Below -1: -1 + 0.1 (x + 1); at -1 itself the line gives -1; above 2: 2; NaN stays. */
+    const double want[] = {-1.2, -1, -0.5, 0, 1.5, 2, 2, NAN};
     dnnjit_tensor_t y;
-    run_mode(&r, &relu_clipped, x, NULL, 7, &y);
-    rt_expect(&r, y, want, 7, 1e-15);
+    run_mode(&r, &relu_clipped, x, NULL, 8, &y);
+    rt_expect(&r, y, want, 8, 1e-15);
     rt_free(&r);
 }
 

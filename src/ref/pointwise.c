@@ -82,8 +82,9 @@ static double apply(const dnnjit__op_attr_t *at, dnnjit_pointwise_mode_t mode, d
     case DNNJIT_POINTWISE_TAN: return tan(a);
     case DNNJIT_POINTWISE_ERF: return erf(a);
     case DNNJIT_POINTWISE_IDENTITY: return a;
-    /* y = g(a) (see relu_lower), then min(y, upper clip) when one is set. */
-    case DNNJIT_POINTWISE_RELU_FWD: return upper ? fmin(relu_lower(at, a), u) : relu_lower(at, a);
+    /* y = g(a) (see relu_lower), then u where y > u when an upper clip u is set (a NaN
+     * stays NaN, unlike with fmin). */
+    case DNNJIT_POINTWISE_RELU_FWD: return upper && relu_lower(at, a) > u ? u : relu_lower(at, a);
     case DNNJIT_POINTWISE_TANH_FWD: return tanh(a);
     case DNNJIT_POINTWISE_SIGMOID_FWD: return sigmoid(a);
     /* a for a > 0, alpha * (exp(a) - 1) at and below 0. */

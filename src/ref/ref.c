@@ -110,6 +110,15 @@ static dnnjit_status_t bind_pack(dnnjit_graph_t g, const dnnjit_variant_t *pack,
     return DNNJIT_STATUS_SUCCESS;
 }
 
+/* Copies every element of src into dst (same dims), converting to dst's type. */
+static void copy_elements(const dnnjit__ref_view_t *dst, const dnnjit__ref_view_t *src)
+{
+    int64_t idx[DNNJIT_MAX_DIMS] = {0};
+    do
+        dnnjit__ref_put(dst, src->ndim, idx, dnnjit__ref_get(src, src->ndim, idx));
+    while (dnnjit__ref_next(src->ndim, src->dim, idx));
+}
+
 /* Runs one node: computes its outputs into fresh float64 arrays, then stores the
  * non-virtual ones to their buffers and keeps the virtual ones as their tensors' storage. */
 static dnnjit_status_t run_node(dnnjit_graph_t g, const dnnjit__node_t *n, ref_tensor_t *rt)
@@ -145,11 +154,8 @@ static dnnjit_status_t run_node(dnnjit_graph_t g, const dnnjit__node_t *n, ref_t
             dst->bound = dst->owned = true;
             continue;
         }
-        int64_t idx[DNNJIT_MAX_DIMS] = {0};
         if (!s)
-            do
-                dnnjit__ref_put(&dst->view, result[i].ndim, idx, dnnjit__ref_get(&result[i], result[i].ndim, idx));
-            while (dnnjit__ref_next(result[i].ndim, result[i].dim, idx));
+            copy_elements(&dst->view, &result[i]);
         free(result[i].data);
     }
     return s;
