@@ -25,8 +25,7 @@ dnnjit_status_t dnnjit__ref_matmul(dnnjit_graph_t g, const dnnjit__node_t *n, co
         int64_t a_off = dnnjit__ref_offset(a, nd, a_idx), b_off = dnnjit__ref_offset(b, nd, b_idx);
         double sum = 0;
         for (int64_t k = 0; k < k_count; k++)
-            sum += dnnjit_element_load(a->type, a->data, a_off + k * a_step) *
-                   dnnjit_element_load(b->type, b->data, b_off + k * b_step);
+            sum += dnnjit__ref_at(a, a_off + k * a_step) * dnnjit__ref_at(b, b_off + k * b_step);
         dnnjit__ref_put(c, nd, idx, sum);
     } while (dnnjit__ref_next(nd, c->dim, idx));
     return DNNJIT_STATUS_SUCCESS;

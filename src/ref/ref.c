@@ -5,7 +5,8 @@
  * What it computes, precisely:
  * - Every element is read with dnnjit_element_load at its tensor's data type and strides
  *   (a stride of 0 simply re-reads one element), and every op computes in float64
- *   whatever the node's compute data type says.
+ *   whatever the node's compute data type says. Each node decodes each input element
+ *   once, before it runs.
  * - Virtual tensors hold float64 values in arrays this call allocates, packed by their
  *   dims: intermediates are not rounded to the intermediate data type.
  * - A non-virtual output is rounded to its data type when stored (dnnjit_element_store:
@@ -51,7 +52,7 @@ static dnnjit__ref_op_fn *const op_fns[DNNJIT_OP_COUNT_] = {
  * strides or, when `packed`, row-major packed ones. */
 static dnnjit__ref_view_t make_view(const dnnjit__tensor_t *t, dnnjit_data_type_t type, void *data, bool packed)
 {
-    dnnjit__ref_view_t v = {.name = t->name, .type = type, .data = data, .ndim = t->ndim};
+    dnnjit__ref_view_t v = {.type = type, .data = data, .ndim = t->ndim};
     for (int i = 0; i < t->ndim; i++) {
         v.dim[i] = t->dim[i];
         v.stride[i] = t->stride[i];
@@ -110,37 +111,59 @@ static dnnjit_status_t bind_pack(dnnjit_graph_t g, const dnnjit_variant_t *pack,
     return DNNJIT_STATUS_SUCCESS;
 }
 
-/* Copies every element of src into dst (same dims), converting to dst's type. */
+/* Copies every element of src into dst (same dims), converting between their data types
+ * with dnnjit_element_load / dnnjit_element_store: the only place where a tensor's data
+ * type matters. */
 static void copy_elements(const dnnjit__ref_view_t *dst, const dnnjit__ref_view_t *src)
 {
     int64_t idx[DNNJIT_MAX_DIMS] = {0};
-    do
-        dnnjit__ref_put(dst, src->ndim, idx, dnnjit__ref_get(src, src->ndim, idx));
-    while (dnnjit__ref_next(src->ndim, src->dim, idx));
+    do {
+        double value = dnnjit_element_load(src->type, src->data, dnnjit__ref_offset(src, src->ndim, idx));
+        dnnjit_element_store(dst->type, dst->data, dnnjit__ref_offset(dst, dst->ndim, idx), value);
+    } while (dnnjit__ref_next(src->ndim, src->dim, idx));
 }
 
-/* Runs one node: computes its outputs into fresh float64 arrays, then stores the
- * non-virtual ones to their buffers and keeps the virtual ones as their tensors' storage. */
+/* Gives `v` a zeroed float64 array packed by tensor t's dims; the node and port name the
+ * failure when memory runs out. */
+static dnnjit_status_t new_array(dnnjit_graph_t g, const dnnjit__node_t *n, const char *port, const dnnjit__tensor_t *t,
+                                 dnnjit__ref_view_t *v)
+{
+    /* Validation bounds every tensor's element count, so the byte size fits. */
+    double *data = calloc((size_t)dnnjit__numel(t->ndim, t->dim), sizeof(double));
+    *v = make_view(t, DNNJIT_DATA_TYPE_DOUBLE, data, true);
+    if (!data)
+        return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "%s \"%s\": out of memory for %s (tensor \"%s\")",
+                            dnnjit__op_label(n->op), n->name, port, t->name);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+/* Runs one node: decodes its inputs that are not float64 yet into float64 arrays (so that
+ * ops reading an element many times, such as matmul, decode it once), computes its outputs
+ * into fresh float64 arrays, then stores the non-virtual outputs to their buffers and
+ * keeps the virtual ones as their tensors' storage. */
 static dnnjit_status_t run_node(dnnjit_graph_t g, const dnnjit__node_t *n, ref_tensor_t *rt)
 {
     const dnnjit__op_ports_t *ports = dnnjit__op_ports(n->op);
     const dnnjit__ref_view_t *in[DNNJIT__MAX_INPUTS] = {0};
     const dnnjit__ref_view_t *out[DNNJIT__MAX_OUTPUTS] = {0};
-    dnnjit__ref_view_t result[DNNJIT__MAX_OUTPUTS] = {0};
-    for (int i = 0; i < ports->n_in; i++)
-        if (n->in[i] != DNNJIT_TENSOR_NONE)
-            in[i] = &rt[n->in[i] - 1].view;
+    dnnjit__ref_view_t decoded[DNNJIT__MAX_INPUTS] = {0}, result[DNNJIT__MAX_OUTPUTS] = {0};
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
-    for (int i = 0; i < ports->n_out && !s; i++) {
-        const dnnjit__tensor_t *t = dnnjit__tensor(g, n->out[i]);
-        if (!t)
+    for (int i = 0; i < ports->n_in && !s; i++) {
+        if (n->in[i] == DNNJIT_TENSOR_NONE)
             continue;
-        /* Validation bounds every tensor's element count, so the byte size fits. */
-        double *data = calloc((size_t)dnnjit__numel(t->ndim, t->dim), sizeof(double));
-        if (!data)
-            s = dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "%s \"%s\": out of memory for output %s (tensor \"%s\")",
-                             dnnjit__op_label(n->op), n->name, ports->out_names[i], t->name);
-        result[i] = make_view(t, DNNJIT_DATA_TYPE_DOUBLE, data, true);
+        const dnnjit__ref_view_t *src = &rt[n->in[i] - 1].view;
+        in[i] = src;
+        if (src->type == DNNJIT_DATA_TYPE_DOUBLE)
+            continue;
+        s = new_array(g, n, ports->in_names[i], &g->tensors[n->in[i] - 1], &decoded[i]);
+        if (!s)
+            copy_elements(&decoded[i], src);
+        in[i] = &decoded[i];
+    }
+    for (int i = 0; i < ports->n_out && !s; i++) {
+        if (n->out[i] == DNNJIT_TENSOR_NONE)
+            continue;
+        s = new_array(g, n, ports->out_names[i], &g->tensors[n->out[i] - 1], &result[i]);
         out[i] = &result[i];
     }
     if (!s)
@@ -158,6 +181,8 @@ static dnnjit_status_t run_node(dnnjit_graph_t g, const dnnjit__node_t *n, ref_t
             copy_elements(&dst->view, &result[i]);
         free(result[i].data);
     }
+    for (int i = 0; i < ports->n_in; i++)
+        free(decoded[i].data);
     return s;
 }
 

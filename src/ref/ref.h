@@ -2,19 +2,20 @@
  * variant pack, gives every tensor a view and runs the nodes; each op family has one file
  * that computes a node's outputs from its input views.
  *
- * Every op writes its outputs into float64 arrays packed row-major by the output's dims;
- * the driver then stores them to the caller's buffers (rounding to the tensor's type) or
- * keeps them as the storage of virtual tensors. Because outputs never alias inputs while a
- * node runs, an op may read its inputs in any order and as often as it likes. */
+ * An op reads float64 inputs (the driver decodes other types first) and writes its
+ * outputs into float64 arrays packed row-major by the output's dims; the driver then
+ * stores them to the caller's buffers (rounding to the tensor's type) or keeps them as the
+ * storage of virtual tensors. Because outputs never alias inputs while a node runs, an op
+ * may read its inputs in any order and as often as it likes. */
 #ifndef DNNJIT_REF_REF_H
 #define DNNJIT_REF_REF_H
 
 #include "graph/graph.h"
 
-/* Where a tensor's elements live: `data` holds elements of `type` at `stride`. Virtual
- * tensors and op results are DOUBLE arrays with packed strides. */
+/* Where a tensor's elements live: `data` holds elements of `type` at `stride`. Only the
+ * driver sees other types than DOUBLE: it decodes a node's inputs into float64 arrays and
+ * stores its float64 results, so every view an op receives is a DOUBLE view. */
 typedef struct dnnjit__ref_view {
-    const char *name; /* the tensor's name, for messages */
     dnnjit_data_type_t type;
     void *data;
     int ndim;
@@ -22,7 +23,7 @@ typedef struct dnnjit__ref_view {
     int64_t stride[DNNJIT_MAX_DIMS];
 } dnnjit__ref_view_t;
 
-/* ---- indexing (view.c) ---- */
+/* ---- indexing ---- */
 
 /* Advances a row-major multi-index over `dim`. Returns false (with idx back at all zeros)
  * after the last index, so that `do { ... } while (dnnjit__ref_next(n, dim, idx));`
@@ -32,11 +33,32 @@ bool dnnjit__ref_next(int ndim, const int64_t *dim, int64_t *idx);
 /* The element offset in `v` of the multi-index `idx` of rank `ndim` >= v->ndim, with numpy
  * broadcasting: v's axes are aligned to the right of idx, and an axis where v has size 1
  * always reads index 0. */
-int64_t dnnjit__ref_offset(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx);
+static inline int64_t dnnjit__ref_offset(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx)
+{
+    int64_t offset = 0;
+    for (int j = 0; j < v->ndim; j++)
+        if (v->dim[j] > 1)
+            offset += idx[j + ndim - v->ndim] * v->stride[j];
+    return offset;
+}
 
-/* Loads / stores the element at a (broadcast) multi-index, see dnnjit__ref_offset. */
-double dnnjit__ref_get(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx);
-void dnnjit__ref_put(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx, double value);
+/* The element at an offset of a DOUBLE view. */
+static inline double dnnjit__ref_at(const dnnjit__ref_view_t *v, int64_t offset)
+{
+    return ((const double *)v->data)[offset];
+}
+
+/* Loads / stores the element of a DOUBLE view at a (broadcast) multi-index, see
+ * dnnjit__ref_offset. */
+static inline double dnnjit__ref_get(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx)
+{
+    return dnnjit__ref_at(v, dnnjit__ref_offset(v, ndim, idx));
+}
+
+static inline void dnnjit__ref_put(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx, double value)
+{
+    ((double *)v->data)[dnnjit__ref_offset(v, ndim, idx)] = value;
+}
 
 /* Splits dims into the axes of `mask` and the others: `outer` is `dim` with 1 on every
  * axis of mask, `inner` is `dim` with 1 on every other axis. Adding an outer index and an

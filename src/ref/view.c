@@ -12,25 +12,6 @@ bool dnnjit__ref_next(int ndim, const int64_t *dim, int64_t *idx)
     return false;
 }
 
-int64_t dnnjit__ref_offset(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx)
-{
-    int64_t offset = 0;
-    for (int j = 0; j < v->ndim; j++)
-        if (v->dim[j] > 1)
-            offset += idx[j + ndim - v->ndim] * v->stride[j];
-    return offset;
-}
-
-double dnnjit__ref_get(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx)
-{
-    return dnnjit_element_load(v->type, v->data, dnnjit__ref_offset(v, ndim, idx));
-}
-
-void dnnjit__ref_put(const dnnjit__ref_view_t *v, int ndim, const int64_t *idx, double value)
-{
-    dnnjit_element_store(v->type, v->data, dnnjit__ref_offset(v, ndim, idx), value);
-}
-
 void dnnjit__ref_split(int ndim, const int64_t *dim, uint32_t mask, int64_t *outer, int64_t *inner)
 {
     for (int i = 0; i < ndim; i++) {
