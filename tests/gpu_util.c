@@ -11,6 +11,8 @@ static dnnjit_handle_t device_handle;
 
 bool tu_gpu_available(void)
 {
+    /* Keep the per-case lines in order with cmocka's own output on stderr. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (!device_handle && dnnjit_handle_create(&device_handle))
         return false;
     char arch[32];

@@ -411,8 +411,14 @@ static int cmd_demo(void)
     dnnjit_tensor_get_uid(g, a, &ua);
     dnnjit_tensor_get_uid(g, bt, &ub);
     dnnjit_tensor_get_uid(g, c, &uc);
-    const dnnjit_tensor_info_t *ia, *ib, *ic;
+    const dnnjit_tensor_info_t *ia = NULL, *ib = NULL, *ic = NULL;
     const void *pa = buffer_of(&b, ua, &ia), *pb = buffer_of(&b, ub, &ib), *pc = buffer_of(&b, uc, &ic);
+    if (!pa || !pb || !pc) {
+        fprintf(stderr, "dnnjit: demo: a tensor of the seed 000 graph has no buffer\n");
+        free_buffers(&b);
+        dnnjit_graph_destroy(g);
+        return EXIT_FAILED;
+    }
     double rel = check_seed000(ia, ib, ic, pa, pb, pc);
     summarize_outputs(&b);
     printf("reference vs direct loop: relative error %.3g (%s)\n", rel, rel < 1e-2 ? "ok" : "MISMATCH");

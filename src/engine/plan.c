@@ -377,7 +377,7 @@ dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t g, dnnjit_build_plan_pol
         s = build_plan(g, &g->jit->plans[i], arch, has_device);
         if (s && !first_error) {
             first_error = s;
-            snprintf(message, sizeof message, "%s", g->error);
+            snprintf(message, sizeof message, "%s", dnnjit_last_error());
         }
         if (!s && g->jit->chosen < 0)
             g->jit->chosen = i;
