@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "dnnjit.h"
+#include "gpu.h"
+#include "jit/jit.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,16 +30,23 @@ static void usage(FILE *out)
             "usage: dnnjit COMMAND [ARGS]\n"
             "\n"
             "commands:\n"
-            "  demo                 seed 000: batched matmul C[b] = A[b] @ B[b] (B=4, M=64, K=128, N=64,\n"
-            "                       half in, float compute), validated and run on the reference executor\n"
-            "  validate FILE        load a graph from JSON and validate it; --print writes it back\n"
-            "  ref FILE [--seed N]  random inputs in [-1, 1), run the float64 reference executor,\n"
-            "                       print a summary of every output\n"
-            "  --help               this text\n"
-            "  --version            the library version\n"
+            "  demo                   seed 000: batched matmul C[b] = A[b] @ B[b] (B=4, M=64, K=128, N=64,\n"
+            "                         half in, float compute): plans, build, execute, verify, time; without\n"
+            "                         a GPU it compiles for sm_90a and shows the plans and the kernel\n"
+            "  validate FILE [--print] load a graph from JSON and validate it (--print writes it back)\n"
+            "  ref FILE [--seed N]    random inputs in [-1, 1), run the float64 reference executor,\n"
+            "                         print a summary of every output\n"
+            "  run FILE [--seed N]    random inputs, execute on the GPU, verify against the reference, time\n"
+            "  plans FILE [--arch A]  the ranked plans of heuristic modes A, B and FALLBACK\n"
+            "  source FILE [--plan I] [--arch A]   the CUDA source plan I generates (default 0)\n"
+            "  compile FILE --arch A  generate and compile every plan for architecture A (no GPU needed)\n"
+            "  cache ls|stats|clear   the on-disk kernel cache ($DNNJIT_CACHE_DIR, $XDG_CACHE_HOME/dnnjit\n"
+            "                         or ~/.cache/dnnjit)\n"
+            "  --help                 this text\n"
+            "  --version              the library version\n"
             "\n"
             "exit codes: 0 success, 1 a result failed its check, 2 usage error, 3 I/O error,\n"
-            "            4 JSON parse error, 5 invalid graph, 6 other failure\n");
+            "            4 JSON parse error, 5 invalid graph, 6 other failure (NVRTC, driver, no GPU)\n");
 }
 
 static int exit_for(dnnjit_status_t s)
@@ -92,12 +101,12 @@ static char *read_file(const char *path)
     return buf;
 }
 
-static int load_graph(const char *path, dnnjit_graph_t *g)
+static int load_graph(const char *path, dnnjit_handle_t handle, dnnjit_graph_t *g)
 {
     char *text = read_file(path);
     if (!text)
         return EXIT_IO;
-    dnnjit_status_t s = dnnjit_graph_from_json(NULL, text, g);
+    dnnjit_status_t s = dnnjit_graph_from_json(handle, text, g);
     free(text);
     return s ? report(s, path) : EXIT_OK;
 }
@@ -235,28 +244,65 @@ static double now_seconds(void)
 
 /* ---- commands --------------------------------------------------------------------- */
 
+/* The arguments every file command takes: FILE and its options. */
+typedef struct options {
+    const char *path;
+    const char *arch;
+    int64_t plan;
+    bool print;
+} options_t;
+
+/* Parses FILE [--print] [--seed N] [--arch A] [--plan I], accepting only the options in
+ * `allowed` (a string such as "print,seed"). Returns EXIT_OK or EXIT_USAGE. */
+static int parse_options(int argc, char **argv, const char *allowed, options_t *o)
+{
+    *o = (options_t){0};
+    for (int i = 0; i < argc; i++) {
+        const char *opt = argv[i];
+        bool has_value = i + 1 < argc;
+        if (strncmp(opt, "--", 2) != 0) {
+            if (o->path)
+                return usage(stderr), EXIT_USAGE;
+            o->path = opt;
+            continue;
+        }
+        if (!strstr(allowed, opt + 2)) {
+            fprintf(stderr, "dnnjit: unknown option %s\n", opt);
+            return EXIT_USAGE;
+        }
+        char *end = NULL;
+        if (strcmp(opt, "--print") == 0) {
+            o->print = true;
+        } else if (strcmp(opt, "--arch") == 0 && has_value) {
+            o->arch = argv[++i];
+        } else if (strcmp(opt, "--plan") == 0 && has_value) {
+            o->plan = strtoll(argv[++i], &end, 10);
+            if (*end || o->plan < 0)
+                return fprintf(stderr, "dnnjit: --plan needs a plan index\n"), EXIT_USAGE;
+        } else if (strcmp(opt, "--seed") == 0 && has_value) {
+            rng = strtoull(argv[++i], &end, 0);
+            if (*end || !rng)
+                return fprintf(stderr, "dnnjit: --seed needs a nonzero integer\n"), EXIT_USAGE;
+        } else {
+            fprintf(stderr, "dnnjit: option %s needs a value\n", opt);
+            return EXIT_USAGE;
+        }
+    }
+    if (!o->path)
+        return usage(stderr), EXIT_USAGE;
+    return EXIT_OK;
+}
+
 static int cmd_validate(int argc, char **argv)
 {
-    const char *path = NULL;
-    bool print = false;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--print") == 0)
-            print = true;
-        else if (!path)
-            path = argv[i];
-        else
-            return usage(stderr), EXIT_USAGE;
-    }
-    if (!path)
-        return usage(stderr), EXIT_USAGE;
+    options_t o;
     dnnjit_graph_t g;
-    int rc = load_graph(path, &g);
+    int rc = parse_options(argc, argv, "print", &o);
+    if (!rc)
+        rc = load_graph(o.path, NULL, &g);
     if (rc)
         return rc;
-    int64_t nodes, tensors;
-    dnnjit_graph_get_node_count(g, &nodes);
-    dnnjit_graph_get_tensor_count(g, &tensors);
-    if (print) {
+    if (o.print) {
         char *json;
         dnnjit_status_t s = dnnjit_graph_to_json(g, &json);
         if (s) {
@@ -266,7 +312,10 @@ static int cmd_validate(int argc, char **argv)
         printf("%s\n", json);
         dnnjit_free(json);
     } else {
-        printf("%s: valid (%lld nodes, %lld tensors)\n", path, (long long)nodes, (long long)tensors);
+        int64_t nodes, tensors;
+        dnnjit_graph_get_node_count(g, &nodes);
+        dnnjit_graph_get_tensor_count(g, &tensors);
+        printf("%s: valid (%lld nodes, %lld tensors)\n", o.path, (long long)nodes, (long long)tensors);
     }
     dnnjit_graph_destroy(g);
     return EXIT_OK;
@@ -290,23 +339,11 @@ static int run_reference(dnnjit_graph_t g, buffers_t *b)
 
 static int cmd_ref(int argc, char **argv)
 {
-    const char *path = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-            char *end;
-            rng = strtoull(argv[++i], &end, 0);
-            if (*end || !rng)
-                return fprintf(stderr, "dnnjit: --seed needs a nonzero integer\n"), EXIT_USAGE;
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            return usage(stderr), EXIT_USAGE;
-        }
-    }
-    if (!path)
-        return usage(stderr), EXIT_USAGE;
+    options_t o;
     dnnjit_graph_t g;
-    int rc = load_graph(path, &g);
+    int rc = parse_options(argc, argv, "seed", &o);
+    if (!rc)
+        rc = load_graph(o.path, NULL, &g);
     if (rc)
         return rc;
     buffers_t b;
@@ -321,11 +358,225 @@ static int cmd_ref(int argc, char **argv)
     return rc;
 }
 
+/* A handle for `arch`, or for the GPU when arch is NULL; without a GPU or arch, for
+ * `fallback_arch` (NULL: a usage error). */
+static int open_handle(const char *arch, const char *fallback_arch, dnnjit_handle_t *h)
+{
+    dnnjit_status_t s = arch ? dnnjit_handle_create_for_arch(arch, h) : dnnjit_handle_create(h);
+    if (s)
+        return report(s, "creating a handle");
+    char found[32];
+    bool has_device;
+    dnnjit_handle_get_arch(*h, found, sizeof found, &has_device);
+    if (*found)
+        return EXIT_OK;
+    dnnjit_handle_destroy(*h);
+    if (!fallback_arch) {
+        fprintf(stderr, "dnnjit: no GPU found; name an architecture with --arch (e.g. sm_90a)\n");
+        return EXIT_USAGE;
+    }
+    printf("no GPU found: planning for %s\n", fallback_arch);
+    s = dnnjit_handle_create_for_arch(fallback_arch, h);
+    return s ? report(s, "creating a handle") : EXIT_OK;
+}
+
+static const dnnjit_heur_mode_t all_modes[] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B, DNNJIT_HEUR_MODE_FALLBACK};
+
+/* Prints each plan with its behavior notes, marking the chosen one. */
+static void print_plans(dnnjit_graph_t g)
+{
+    int64_t count, chosen;
+    dnnjit_graph_get_plan_count(g, &count);
+    dnnjit_graph_get_chosen_plan(g, &chosen);
+    printf("execution plans: %lld\n", (long long)count);
+    for (int64_t i = 0; i < count; i++) {
+        char *name = NULL;
+        uint32_t notes = 0;
+        dnnjit_graph_get_plan_name(g, i, &name);
+        dnnjit_graph_get_plan_behavior_notes(g, i, &notes);
+        printf("  %c plan %lld: %s%s\n", i == chosen ? '*' : ' ', (long long)i, name ? name : "?",
+               notes & DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION ? "  [RUNTIME_COMPILATION]" : "");
+        dnnjit_free(name);
+    }
+}
+
+/* Loads FILE with a handle and makes its plans for modes A, B and FALLBACK. */
+static int load_planned(const options_t *o, const char *fallback_arch, dnnjit_handle_t *h, dnnjit_graph_t *g)
+{
+    int rc = open_handle(o->arch, fallback_arch, h);
+    if (rc)
+        return rc;
+    rc = load_graph(o->path, *h, g);
+    dnnjit_status_t s = rc ? DNNJIT_STATUS_SUCCESS : dnnjit_graph_create_execution_plans(*g, all_modes, 3);
+    if (rc || s) {
+        if (!rc) {
+            rc = report(s, "create_execution_plans");
+            dnnjit_graph_destroy(*g);
+        }
+        dnnjit_handle_destroy(*h);
+    }
+    return rc;
+}
+
+static int cmd_plans(int argc, char **argv)
+{
+    options_t o;
+    dnnjit_handle_t h;
+    dnnjit_graph_t g;
+    int rc = parse_options(argc, argv, "arch", &o);
+    if (!rc)
+        rc = load_planned(&o, "sm_90a", &h, &g);
+    if (rc)
+        return rc;
+    print_plans(g);
+    dnnjit_graph_destroy(g);
+    dnnjit_handle_destroy(h);
+    return EXIT_OK;
+}
+
+static int cmd_source(int argc, char **argv)
+{
+    options_t o;
+    dnnjit_handle_t h;
+    dnnjit_graph_t g;
+    int rc = parse_options(argc, argv, "arch,plan", &o);
+    if (!rc)
+        rc = load_planned(&o, "sm_90a", &h, &g);
+    if (rc)
+        return rc;
+    char *source = NULL;
+    dnnjit_status_t s = dnnjit_graph_get_plan_source(g, o.plan, &source);
+    if (s)
+        rc = report(s, "source");
+    else
+        fputs(source, stdout);
+    dnnjit_free(source);
+    dnnjit_graph_destroy(g);
+    dnnjit_handle_destroy(h);
+    return rc;
+}
+
+static int cmd_compile(int argc, char **argv)
+{
+    options_t o;
+    dnnjit_handle_t h;
+    dnnjit_graph_t g;
+    int rc = parse_options(argc, argv, "arch", &o);
+    if (!rc && !o.arch)
+        return fprintf(stderr, "dnnjit: compile needs --arch (e.g. sm_90a)\n"), EXIT_USAGE;
+    if (!rc)
+        rc = load_planned(&o, NULL, &h, &g);
+    if (rc)
+        return rc;
+    int64_t count;
+    dnnjit_graph_get_plan_count(g, &count);
+    for (int64_t i = 0; i < count; i++) {
+        char *name = NULL;
+        dnnjit_graph_get_plan_name(g, i, &name);
+        double t0 = now_seconds();
+        dnnjit_status_t s = dnnjit_graph_build_plan_at_index(g, i);
+        printf("plan %lld %s: %s (%.1f ms)\n", (long long)i, name ? name : "?", s ? dnnjit_last_error() : "compiled",
+               (now_seconds() - t0) * 1e3);
+        rc = s ? exit_for(s) : rc;
+        dnnjit_free(name);
+    }
+    dnnjit_graph_destroy(g);
+    dnnjit_handle_destroy(h);
+    return rc;
+}
+
+/* Builds a planned graph, executes it on the GPU, verifies it and prints the time. */
+static int build_run_verify(dnnjit_graph_t g)
+{
+    double t0 = now_seconds();
+    dnnjit_status_t s = dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE);
+    if (s)
+        return report(s, "build_plans");
+    printf("build: %.1f ms\n", (now_seconds() - t0) * 1e3);
+    print_plans(g);
+    gpu_run_result_t r;
+    s = gpu_run_and_check(g, &rng, -1.0, 1.0, 100, &r);
+    if (s)
+        return report(s, "execute");
+    double tol = gpu_tolerance(g);
+    printf("max relative error %.3g (bound %g): %s\ndevice time per call: %.2f us (median of 9 x 100 calls)\n",
+           r.max_rel_error, tol, r.max_rel_error < tol ? "ok" : "MISMATCH", r.us_per_call);
+    return r.max_rel_error < tol ? EXIT_OK : EXIT_MISMATCH;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    options_t o;
+    dnnjit_handle_t h;
+    dnnjit_graph_t g;
+    int rc = parse_options(argc, argv, "seed", &o);
+    if (!rc)
+        rc = open_handle(NULL, NULL, &h);
+    if (rc)
+        return rc;
+    bool has_device;
+    char arch[32];
+    dnnjit_handle_get_arch(h, arch, sizeof arch, &has_device);
+    if (!has_device) {
+        dnnjit_handle_destroy(h);
+        return fprintf(stderr, "dnnjit: run needs a GPU; none was found\n"), EXIT_FAILED;
+    }
+    rc = load_graph(o.path, h, &g);
+    if (!rc) {
+        dnnjit_status_t s = dnnjit_graph_create_execution_plans(g, all_modes, 3);
+        rc = s ? report(s, "create_execution_plans") : build_run_verify(g);
+        dnnjit_graph_destroy(g);
+    }
+    dnnjit_handle_destroy(h);
+    return rc;
+}
+
+static void list_file(const dnnjit__jit_cache_file_t *f, void *user)
+{
+    (void)user;
+    printf("%s/%s.cubin  %llu bytes\n", f->arch, f->key, (unsigned long long)f->bytes);
+}
+
+/* Totals for `cache stats`: files and bytes. */
+static void count_file(const dnnjit__jit_cache_file_t *f, void *user)
+{
+    uint64_t *totals = user;
+    totals[0]++;
+    totals[1] += f->bytes;
+}
+
+static int cmd_cache(int argc, char **argv)
+{
+    if (argc != 1)
+        return usage(stderr), EXIT_USAGE;
+    char dir[4096];
+    dnnjit_status_t s = dnnjit__jit_cache_dir(dir, sizeof dir);
+    if (s)
+        return report(s, "cache");
+    if (strcmp(argv[0], "ls") == 0) {
+        s = dnnjit__jit_cache_list(list_file, NULL);
+    } else if (strcmp(argv[0], "stats") == 0) {
+        uint64_t totals[2] = {0, 0};
+        s = dnnjit__jit_cache_list(count_file, totals);
+        if (!s)
+            printf("%s: %llu kernels, %llu bytes\n", dir, (unsigned long long)totals[0], (unsigned long long)totals[1]);
+    } else if (strcmp(argv[0], "clear") == 0) {
+        uint64_t removed = 0;
+        s = dnnjit__jit_cache_clear_disk(&removed);
+        if (!s)
+            printf("removed %llu files from %s\n", (unsigned long long)removed, dir);
+    } else {
+        return usage(stderr), EXIT_USAGE;
+    }
+    return s ? report(s, "cache") : EXIT_OK;
+}
+
 /* Seed 000's graph: C[b] = A[b] @ B[b], half in and out, float compute. */
-static dnnjit_status_t build_seed000(dnnjit_graph_t *g, dnnjit_tensor_t *a, dnnjit_tensor_t *b, dnnjit_tensor_t *c)
+static dnnjit_status_t build_seed000(dnnjit_handle_t h, dnnjit_graph_t *g, dnnjit_tensor_t *a, dnnjit_tensor_t *b,
+                                     dnnjit_tensor_t *c)
 {
     enum { BATCH = 4, M = 64, K = 128, N = 64 };
-    dnnjit_status_t s = dnnjit_graph_create(NULL,
+    dnnjit_status_t s = dnnjit_graph_create(h,
                                             &(dnnjit_graph_attr_t){.name = "jit_matmul_graph",
                                                                    .io_data_type = DNNJIT_DATA_TYPE_HALF,
                                                                    .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
@@ -384,48 +635,67 @@ static const void *buffer_of(const buffers_t *b, int64_t uid, const dnnjit_tenso
 
 static int cmd_demo(void)
 {
+    dnnjit_handle_t h;
+    int rc = open_handle(NULL, "sm_90a", &h);
+    if (rc)
+        return rc;
+    char arch[32];
+    bool has_device;
+    dnnjit_handle_get_arch(h, arch, sizeof arch, &has_device);
     dnnjit_graph_t g;
     dnnjit_tensor_t a, bt, c;
-    dnnjit_status_t s = build_seed000(&g, &a, &bt, &c);
+    dnnjit_status_t s = build_seed000(h, &g, &a, &bt, &c);
     if (s) {
-        int rc = report(s, "building the seed 000 graph");
+        rc = report(s, "building the seed 000 graph");
         dnnjit_graph_destroy(g);
+        dnnjit_handle_destroy(h);
         return rc;
     }
-    char *json;
-    s = dnnjit_graph_to_json(g, &json);
-    if (s) {
-        dnnjit_graph_destroy(g);
-        return report(s, "to_json");
-    }
-    printf("seed 000 graph: C[4,64,64] = A[4,64,128] @ B[4,128,64], half in/out, float compute\n%s\n", json);
-    dnnjit_free(json);
+    printf("seed 000: C[4,64,64] = A[4,64,128] @ B[4,128,64], half in/out, float compute, for %s\n", arch);
 
+    /* First the reference executor, checked against a direct loop written here. */
     buffers_t b;
-    int rc = run_reference(g, &b);
-    if (rc) {
-        dnnjit_graph_destroy(g);
-        return rc;
-    }
-    int64_t ua, ub, uc;
-    dnnjit_tensor_get_uid(g, a, &ua);
-    dnnjit_tensor_get_uid(g, bt, &ub);
-    dnnjit_tensor_get_uid(g, c, &uc);
-    const dnnjit_tensor_info_t *ia = NULL, *ib = NULL, *ic = NULL;
-    const void *pa = buffer_of(&b, ua, &ia), *pb = buffer_of(&b, ub, &ib), *pc = buffer_of(&b, uc, &ic);
-    if (!pa || !pb || !pc) {
-        fprintf(stderr, "dnnjit: demo: a tensor of the seed 000 graph has no buffer\n");
+    rc = run_reference(g, &b);
+    if (!rc) {
+        int64_t ua, ub, uc;
+        dnnjit_tensor_get_uid(g, a, &ua);
+        dnnjit_tensor_get_uid(g, bt, &ub);
+        dnnjit_tensor_get_uid(g, c, &uc);
+        const dnnjit_tensor_info_t *ia = NULL, *ib = NULL, *ic = NULL;
+        const void *pa = buffer_of(&b, ua, &ia), *pb = buffer_of(&b, ub, &ib), *pc = buffer_of(&b, uc, &ic);
+        double rel = pa && pb && pc ? check_seed000(ia, ib, ic, pa, pb, pc) : NAN;
+        printf("reference executor vs a direct loop: relative error %.3g (%s)\n", rel, rel < 1e-2 ? "ok" : "MISMATCH");
+        rc = rel < 1e-2 ? EXIT_OK : EXIT_MISMATCH;
         free_buffers(&b);
-        dnnjit_graph_destroy(g);
-        return EXIT_FAILED;
     }
-    double rel = check_seed000(ia, ib, ic, pa, pb, pc);
-    summarize_outputs(&b);
-    printf("reference vs direct loop: relative error %.3g (%s)\n", rel, rel < 1e-2 ? "ok" : "MISMATCH");
-    printf("GPU execution: the JIT engine is not built yet; this demo stops at the reference executor.\n");
-    free_buffers(&b);
+    if (!rc) {
+        s = dnnjit_graph_create_execution_plans(g, all_modes, 3);
+        rc = s ? report(s, "create_execution_plans") : EXIT_OK;
+    }
+    if (!rc && has_device) {
+        rc = build_run_verify(g);
+    } else if (!rc) {
+        double t0 = now_seconds();
+        s = dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE);
+        rc = s ? report(s, "build_plans") : EXIT_OK;
+        if (!rc) {
+            printf("compiled for %s in %.1f ms\n", arch, (now_seconds() - t0) * 1e3);
+            print_plans(g);
+            int64_t chosen;
+            char *source = NULL;
+            dnnjit_graph_get_chosen_plan(g, &chosen);
+            if (!dnnjit_graph_get_plan_source(g, chosen, &source)) {
+                const char *generated = strstr(source, "// ---- generated");
+                printf("the kernel it made (generated part; the template follows it):\n%s\n",
+                       generated ? generated : source);
+            }
+            dnnjit_free(source);
+            printf("execution skipped: no GPU (%s)\n", arch);
+        }
+    }
     dnnjit_graph_destroy(g);
-    return rel < 1e-2 ? EXIT_OK : EXIT_MISMATCH;
+    dnnjit_handle_destroy(h);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -443,6 +713,16 @@ int main(int argc, char **argv)
         return cmd_validate(argc - 2, argv + 2);
     if (strcmp(cmd, "ref") == 0)
         return cmd_ref(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "plans") == 0)
+        return cmd_plans(argc - 2, argv + 2);
+    if (strcmp(cmd, "source") == 0)
+        return cmd_source(argc - 2, argv + 2);
+    if (strcmp(cmd, "compile") == 0)
+        return cmd_compile(argc - 2, argv + 2);
+    if (strcmp(cmd, "cache") == 0)
+        return cmd_cache(argc - 2, argv + 2);
     fprintf(stderr, "dnnjit: unknown command \"%s\"\n", cmd);
     usage(stderr);
     return EXIT_USAGE;

@@ -91,7 +91,9 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
 {
     int64_t n = 0;
     for (const dnnjit__engine_t *const *e = dnnjit__engines; *e; e++) {
-        if ((mode == DNNJIT_HEUR_MODE_FALLBACK) != is_fallback(*e))
+        /* FALLBACK offers only the fallback engine; A and B offer every engine, the
+         * fallback one included, so that every valid graph has plans in every mode. */
+        if (mode == DNNJIT_HEUR_MODE_FALLBACK && !is_fallback(*e))
             continue;
         for (int k = 0; k < (*e)->knob_count; k++)
             if ((*e)->supports(g, grp, k, arch, why, why_size))
