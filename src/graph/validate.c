@@ -513,25 +513,21 @@ dnnjit_status_t dnnjit__infer_node(dnnjit_graph_t g, int64_t node_index, bool st
 
 /* ---- whole-graph validation ------------------------------------------------------- */
 
-static const char *const *sort_names_base;
-static int cmp_by_name(const void *a, const void *b)
+static int cmp_names(const void *a, const void *b)
 {
-    return strcmp(sort_names_base[*(const int64_t *)a], sort_names_base[*(const int64_t *)b]);
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Finds two equal strings among `count` (NULL if none); `scratch` holds count indices. */
-static int64_t find_duplicate(const char **names, int64_t count, int64_t *scratch, int64_t *other)
+/* Sorts `names` in place and returns a string that occurs twice among them, or NULL. The
+ * comparison reads only its arguments, so that graphs validated on different threads at
+ * once do not share any state. */
+static const char *find_duplicate(const char **names, int64_t count)
 {
-    for (int64_t i = 0; i < count; i++)
-        scratch[i] = i;
-    sort_names_base = names;
-    qsort(scratch, (size_t)count, sizeof *scratch, cmp_by_name);
+    qsort(names, (size_t)count, sizeof *names, cmp_names);
     for (int64_t i = 1; i < count; i++)
-        if (strcmp(names[scratch[i]], names[scratch[i - 1]]) == 0) {
-            *other = scratch[i - 1] < scratch[i] ? scratch[i - 1] : scratch[i];
-            return scratch[i - 1] < scratch[i] ? scratch[i] : scratch[i - 1];
-        }
-    return -1;
+        if (strcmp(names[i], names[i - 1]) == 0)
+            return names[i];
+    return NULL;
 }
 
 static int cmp_int64(const void *a, const void *b)
@@ -540,7 +536,7 @@ static int cmp_int64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static dnnjit_status_t check_unique(dnnjit_graph_t g, int64_t *scratch)
+static dnnjit_status_t check_unique(dnnjit_graph_t g)
 {
     int64_t n = g->tensor_count > g->node_count ? g->tensor_count : g->node_count;
     const char **names = malloc(sizeof *names * (size_t)(n ? n : 1));
@@ -551,16 +547,15 @@ static dnnjit_status_t check_unique(dnnjit_graph_t g, int64_t *scratch)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "validate: out of memory");
     }
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
-    int64_t other;
     for (int64_t i = 0; i < g->tensor_count; i++)
         names[i] = g->tensors[i].name;
-    int64_t dup = find_duplicate(names, g->tensor_count, scratch, &other);
-    if (dup >= 0)
-        s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "two tensors are named \"%s\"", names[dup]);
+    const char *dup = find_duplicate(names, g->tensor_count);
+    if (dup)
+        s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "two tensors are named \"%s\"", dup);
     for (int64_t i = 0; i < g->node_count && !s; i++)
         names[i] = g->nodes[i].name;
-    if (!s && (dup = find_duplicate(names, g->node_count, scratch, &other)) >= 0)
-        s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "two nodes are named \"%s\"", names[dup]);
+    if (!s && (dup = find_duplicate(names, g->node_count)))
+        s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "two nodes are named \"%s\"", dup);
     int64_t m = 0;
     for (int64_t i = 0; i < g->tensor_count && !s; i++)
         if (g->tensors[i].has_uid)
@@ -754,7 +749,7 @@ dnnjit_status_t dnnjit_graph_validate(dnnjit_graph_t g)
     int64_t *scratch = malloc(sizeof *scratch * (size_t)n);
     if (!scratch)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "validate: out of memory");
-    dnnjit_status_t s = check_unique(g, scratch);
+    dnnjit_status_t s = check_unique(g);
     if (!s)
         s = order_nodes(g, scratch);
     free(scratch);
