@@ -215,25 +215,34 @@ static dnnjit_status_t set_output(infer_ctx_t *c, int slot, int ndim, const int6
     return DNNJIT_STATUS_SUCCESS;
 }
 
-/* Broadcasts `t` (input slot `slot`) into out dims (right-aligned), numpy style. */
-static dnnjit_status_t broadcast_into(infer_ctx_t *c, int slot, int *out_ndim, int64_t *out_dim, int first_slot)
+/* Broadcasts input slot `slot` into the out dims (right-aligned), numpy style. from[i] is
+ * the input slot that out_dim[i] came from, so that a clash names the input that set the
+ * dim rather than always IN_0. */
+static dnnjit_status_t broadcast_into(infer_ctx_t *c, int slot, int *out_ndim, int64_t *out_dim, int *from)
 {
     const dnnjit__tensor_t *t = in_tensor(c, slot);
     int nd = t->ndim > *out_ndim ? t->ndim : *out_ndim;
     int64_t merged[DNNJIT_MAX_DIMS];
+    int merged_from[DNNJIT_MAX_DIMS];
     for (int i = 0; i < nd; i++) {
         int ai = i - (nd - *out_ndim), bi = i - (nd - t->ndim);
         int64_t a = ai >= 0 ? out_dim[ai] : 1, b = bi >= 0 ? t->dim[bi] : 1;
+        int fa = ai >= 0 ? from[ai] : slot;
         if (a != b && a != 1 && b != 1) {
-            const dnnjit__tensor_t *f = in_tensor(c, first_slot);
-            return FAIL(c, "%s \"%s\": %s.dim[%d]=%lld does not broadcast against %s.dim[%d]=%lld (tensors \"%s\" and \"%s\")",
-                        c->label, c->n->name, c->ports->in_names[slot], bi, (long long)b,
-                        c->ports->in_names[first_slot], i - (nd - f->ndim), (long long)a, t->name, f->name);
+            /* a != 1, so input `fa` has this axis itself: its own index is not negative. */
+            const dnnjit__tensor_t *f = in_tensor(c, fa);
+            return FAIL(c,
+                        "%s \"%s\": %s.dim[%d]=%lld does not broadcast against %s.dim[%d]=%lld "
+                        "(tensors \"%s\" and \"%s\")",
+                        c->label, c->n->name, c->ports->in_names[slot], bi, (long long)b, c->ports->in_names[fa],
+                        i - (nd - f->ndim), (long long)a, t->name, f->name);
         }
         merged[i] = a == 1 ? b : a;
+        merged_from[i] = a == 1 && b != 1 ? slot : fa;
     }
     *out_ndim = nd;
     memcpy(out_dim, merged, sizeof(int64_t) * (size_t)nd);
+    memcpy(from, merged_from, sizeof(int) * (size_t)nd);
     return DNNJIT_STATUS_SUCCESS;
 }
 
@@ -288,9 +297,10 @@ static dnnjit_status_t infer_pointwise(infer_ctx_t *c)
     const dnnjit__tensor_t *first = in_tensor(c, 0);
     int nd = first->ndim;
     int64_t dim[DNNJIT_MAX_DIMS];
+    int from[DNNJIT_MAX_DIMS] = {0};
     memcpy(dim, first->dim, sizeof dim);
     for (int i = 1; i < arity; i++) {
-        dnnjit_status_t s = broadcast_into(c, i, &nd, dim, 0);
+        dnnjit_status_t s = broadcast_into(c, i, &nd, dim, from);
         if (s)
             return s;
     }
