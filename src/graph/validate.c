@@ -496,9 +496,15 @@ dnnjit_status_t dnnjit__infer_node(dnnjit_graph_t g, int64_t node_index, bool st
                         c.ports->in_names[i], n->in[i]);
         }
     }
-    for (int i = 0; i < c.ports->n_out; i++)
-        if (n->out[i] == DNNJIT_TENSOR_NONE && !(c.ports->out_optional >> i & 1))
-            return FAIL(&c, "%s \"%s\": output %s is missing", c.label, n->name, c.ports->out_names[i]);
+    for (int i = 0; i < c.ports->n_out; i++) {
+        if (n->out[i] == DNNJIT_TENSOR_NONE) {
+            if (!(c.ports->out_optional >> i & 1))
+                return FAIL(&c, "%s \"%s\": output %s is missing", c.label, n->name, c.ports->out_names[i]);
+        } else if (!dnnjit__tensor(g, n->out[i])) {
+            return FAIL(&c, "%s \"%s\": output %s is tensor id %u, which is not in this graph", c.label, n->name,
+                        c.ports->out_names[i], n->out[i]);
+        }
+    }
     switch (n->op) {
     case DNNJIT_OP_MATMUL:
         return infer_matmul(&c);
@@ -658,9 +664,19 @@ static dnnjit_status_t order_nodes(dnnjit_graph_t g, int64_t *scratch)
     return s;
 }
 
+/* Checks a tensor's own description (rank, dims, strides, pass-by-value shape). */
+static dnnjit_status_t check_desc(dnnjit_graph_t g, const dnnjit__tensor_t *t)
+{
+    char who[300];
+    snprintf(who, sizeof who, "tensor \"%s\"", t->name);
+    return dnnjit__check_tensor_desc(g, who, t->ndim, t->dim, t->stride, t->is_pass_by_value)
+               ? DNNJIT_STATUS_INVALID_GRAPH
+               : DNNJIT_STATUS_SUCCESS;
+}
+
 static dnnjit_status_t check_tensors(dnnjit_graph_t g)
 {
-    /* consumers[i]: whether tensor i+1 is read by a node. */
+    /* read[i]: whether tensor i+1 is read by a node. */
     bool *read = calloc((size_t)(g->tensor_count ? g->tensor_count : 1), sizeof *read);
     if (!read)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "validate: out of memory");
@@ -671,13 +687,11 @@ static dnnjit_status_t check_tensors(dnnjit_graph_t g)
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
     for (int64_t i = 0; i < g->tensor_count && !s; i++) {
         dnnjit__tensor_t *t = &g->tensors[i];
+        /* Op outputs were re-inferred: their dims may now overflow. */
+        if ((s = check_desc(g, t)))
+            break;
         char who[300];
         snprintf(who, sizeof who, "tensor \"%s\"", t->name);
-        s = dnnjit__check_tensor_desc(g, who, t->ndim, t->dim, t->stride, t->is_pass_by_value);
-        if (s) {
-            s = DNNJIT_STATUS_INVALID_GRAPH;
-            break;
-        }
         const char *producer = t->producer >= 0 ? g->nodes[t->producer].name : NULL;
         if (t->is_virtual && !producer)
             s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "%s is virtual but no node produces it", who);
@@ -759,7 +773,13 @@ dnnjit_status_t dnnjit_graph_validate(dnnjit_graph_t g)
     int64_t *scratch = malloc(sizeof *scratch * (size_t)n);
     if (!scratch)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "validate: out of memory");
-    dnnjit_status_t s = check_unique(g);
+    /* Inference relies on valid ranks and dims (a zero head count would divide by zero in
+     * the SDPA checks), and a graph need not have been built through the checked calls. */
+    dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
+    for (int64_t i = 0; i < g->tensor_count && !s; i++)
+        s = check_desc(g, &g->tensors[i]);
+    if (!s)
+        s = check_unique(g);
     if (!s)
         s = order_nodes(g, scratch);
     free(scratch);
