@@ -333,7 +333,8 @@ typedef uint32_t dnnjit_tensor_t;
 #define DNNJIT_TENSOR_NONE ((dnnjit_tensor_t)0)
 
 typedef struct dnnjit_tensor_desc {
-    const char *name;          /* NULL: "t<id>"; names are unique within a graph */
+    const char *name;          /* NULL: "t<id>" (or the next free "t<k>" if taken);
+                                  names are unique within a graph */
     int ndim;                  /* 1 .. DNNJIT_MAX_DIMS */
     const int64_t *dim;        /* ndim sizes, each >= 1 */
     const int64_t *stride;     /* ndim strides in elements; NULL: packed row-major */
@@ -403,9 +404,10 @@ DNNJIT_API dnnjit_status_t dnnjit_tensor_set_stride(dnnjit_graph_t graph, dnnjit
  * Each op function adds one node. Inputs are tensor ids of this graph; outputs are new
  * virtual tensors named "<node>::<PORT>" whose dims, strides and data type are inferred
  * (and re-inferred at validation if inputs change). Node names default to the node's
- * index ("0", "1", ...). Errors: BAD_PARAM (unknown tensor id, unknown mode, wrong number
- * of inputs), INVALID_GRAPH (shapes that cannot work — also reported by validate),
- * BAD_STATE (graph built), OUT_OF_MEMORY.
+ * index ("0", "1", ...), or the next free number if the caller gave that name to another
+ * node. Errors: BAD_PARAM (unknown tensor id, unknown mode, wrong number of inputs),
+ * INVALID_GRAPH (shapes that cannot work — also reported by validate), BAD_STATE (graph
+ * built), OUT_OF_MEMORY.
  */
 
 /* C[..., M, N] = A[..., M, K] @ B[..., K, N]. Batch dims broadcast numpy-style (a 1 or a

@@ -1033,12 +1033,15 @@ CASE(automatic_names_avoid_user_names)
     dnnjit_tensor_t b = in(g, NULL, 2, TU_DIMS(2, 2));
     dnnjit_tensor_info_t ib;
     TU_OK(dnnjit_tensor_get_info(g, b, &ib));
-    assert_string_not_equal(ib.name, "t2");
+    assert_string_equal(ib.name, "t3"); /* "t2", from its id, is taken */
     dnnjit_tensor_t c, d;
     TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "1"}, &c));
     /* The second node's index is 1, the name the caller gave the first. */
     TU_OK(dnnjit_graph_matmul(g, c, b, NULL, &d));
-    assert_string_not_equal(g->nodes[1].name, "1");
+    assert_string_equal(g->nodes[1].name, "2");
+    dnnjit_tensor_info_t id;
+    TU_OK(dnnjit_tensor_get_info(g, d, &id));
+    assert_string_equal(id.name, "2::C");
     TU_OK(dnnjit_tensor_set_output(g, d, true));
     TU_OK(dnnjit_graph_validate(g));
 }

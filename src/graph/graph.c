@@ -203,6 +203,33 @@ static bool grow(void **items, int64_t *cap, int64_t count, size_t size)
     return true;
 }
 
+static int64_t find_name(dnnjit_graph_t g, const char *name)
+{
+    for (int64_t i = 0; i < g->tensor_count; i++)
+        if (strcmp(g->tensors[i].name, name) == 0)
+            return i + 1;
+    return 0;
+}
+
+static int64_t find_node(dnnjit_graph_t g, const char *name)
+{
+    for (int64_t i = 0; i < g->node_count; i++)
+        if (strcmp(g->nodes[i].name, name) == 0)
+            return i + 1;
+    return 0;
+}
+
+/* Writes the first of "<prefix><start>", "<prefix><start+1>", ... that no tensor (or node)
+ * of the graph is named, so that a default name never clashes with one the caller chose. */
+static void auto_name(dnnjit_graph_t g, bool for_node, const char *prefix, int64_t start, char *buf, size_t size)
+{
+    for (int64_t k = start;; k++) {
+        snprintf(buf, size, "%s%lld", prefix, (long long)k);
+        if (!(for_node ? find_node(g, buf) : find_name(g, buf)))
+            return;
+    }
+}
+
 dnnjit_tensor_t dnnjit__add_tensor(dnnjit_graph_t g, const dnnjit__tensor_t *proto)
 {
     if (g->tensor_count >= (int64_t)UINT32_MAX - 1)
@@ -210,9 +237,10 @@ dnnjit_tensor_t dnnjit__add_tensor(dnnjit_graph_t g, const dnnjit__tensor_t *pro
     if (!grow((void **)&g->tensors, &g->tensor_cap, g->tensor_count, sizeof *g->tensors))
         return DNNJIT_TENSOR_NONE;
     dnnjit__tensor_t t = *proto;
-    char auto_name[32];
-    snprintf(auto_name, sizeof auto_name, "t%lld", (long long)g->tensor_count + 1);
-    t.name = dnnjit__strdup(proto->name ? proto->name : auto_name);
+    char default_name[32];
+    if (!proto->name)
+        auto_name(g, false, "t", g->tensor_count + 1, default_name, sizeof default_name);
+    t.name = dnnjit__strdup(proto->name ? proto->name : default_name);
     if (!t.name)
         return DNNJIT_TENSOR_NONE;
     g->tensors[g->tensor_count++] = t;
@@ -225,22 +253,15 @@ int64_t dnnjit__add_node(dnnjit_graph_t g, const dnnjit__node_t *proto)
     if (!grow((void **)&g->nodes, &g->node_cap, g->node_count, sizeof *g->nodes))
         return -1;
     dnnjit__node_t n = *proto;
-    char auto_name[32];
-    snprintf(auto_name, sizeof auto_name, "%lld", (long long)g->node_count);
-    n.name = dnnjit__strdup(proto->name ? proto->name : auto_name);
+    char default_name[32];
+    if (!proto->name)
+        auto_name(g, true, "", g->node_count, default_name, sizeof default_name);
+    n.name = dnnjit__strdup(proto->name ? proto->name : default_name);
     if (!n.name)
         return -1;
     g->nodes[g->node_count] = n;
     g->validated = false;
     return g->node_count++;
-}
-
-static int64_t find_name(dnnjit_graph_t g, const char *name)
-{
-    for (int64_t i = 0; i < g->tensor_count; i++)
-        if (strcmp(g->tensors[i].name, name) == 0)
-            return i + 1;
-    return 0;
 }
 
 static int64_t find_uid(dnnjit_graph_t g, int64_t uid)
@@ -551,10 +572,9 @@ static dnnjit_status_t add_op(dnnjit_graph_t g, const char *fn, dnnjit__node_t *
                                 label, nname, ports->in_names[i], id);
         }
     }
-    for (int64_t i = 0; proto->name && i < g->node_count; i++)
-        if (strcmp(g->nodes[i].name, proto->name) == 0)
-            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s \"%s\": another node already has this name", label,
-                                nname);
+    if (proto->name && find_node(g, proto->name))
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s \"%s\": another node already has this name", label,
+                            nname);
     if (!valid_type(proto->compute_type))
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s \"%s\": unknown compute data type %d", label, nname,
                             (int)proto->compute_type);
