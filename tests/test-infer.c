@@ -1051,6 +1051,30 @@ static void names_of_nodes_and_outputs(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* Output names are "<node>::<PORT>" however long the node's name. */
+static void long_node_names(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
+    char node[1001];
+    memset(node, 'n', sizeof node - 1);
+    node[sizeof node - 1] = 0;
+    dnnjit_tensor_t s, mx, se;
+    TU_OK(dnnjit_graph_softmax(g, input(g, "P", 2, TU_DIMS(2, 3), NULL),
+                               &(dnnjit_softmax_attr_t){.name = node, .stats = DNNJIT_SOFTMAX_STATS_MAX_SUM_EXP}, &s,
+                               &mx, &se));
+    const dnnjit_tensor_t outs[] = {s, mx, se};
+    const char *const ports[] = {"S", "STATS_0", "STATS_1"};
+    for (int i = 0; i < 3; i++) {
+        const char *name = info_of(g, outs[i]).name;
+        assert_int_equal(strlen(name), strlen(node) + 2 + strlen(ports[i]));
+        assert_memory_equal(name, node, strlen(node));
+        assert_string_equal(name + strlen(node), i == 0 ? "::S" : i == 1 ? "::STATS_0" : "::STATS_1");
+    }
+    FINISH(g, s, mx, se);
+    dnnjit_graph_destroy(g);
+}
+
 /* ---- the seeds ------------------------------------------------------------------------------ */
 
 /* Seed 000: the JIT batch matmul, A[4,64,128] @ B[4,128,64] in HALF with FLOAT compute. */
@@ -1262,6 +1286,7 @@ int main(void)
         cmocka_unit_test(set_dim_and_set_stride_on_outputs),
         cmocka_unit_test(validate_reinfers_after_input_change),
         cmocka_unit_test(names_of_nodes_and_outputs),
+        cmocka_unit_test(long_node_names),
         cmocka_unit_test(seed000_batch_matmul),
         cmocka_unit_test(seed004_matmul_bias_typed_by_hand),
         cmocka_unit_test(seed004_matmul_bias_defaults_and_uids),

@@ -589,15 +589,24 @@ static dnnjit_status_t add_op(dnnjit_graph_t g, const char *fn, dnnjit__node_t *
     for (int i = 0; i < ports->n_out && !s; i++) {
         if (!(want_out >> i & 1))
             continue;
-        char name[600];
-        snprintf(name, sizeof name, "%s::%s", n->name, ports->out_names[i]);
+        /* Sized to the node name: a fixed buffer would cut long names short, and the
+         * outputs of one node would then all get the same name. */
+        size_t size = strlen(n->name) + strlen(ports->out_names[i]) + 3;
+        char *name = malloc(size);
+        if (!name) {
+            s = dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "%s \"%s\": out of memory", label, n->name);
+            break;
+        }
+        snprintf(name, size, "%s::%s", n->name, ports->out_names[i]);
         if (find_name(g, name)) {
             s = dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s \"%s\": output name \"%s\" is already taken", label,
                              n->name, name);
+            free(name);
             break;
         }
         dnnjit__tensor_t t = {.name = name, .is_virtual = true, .producer = index, .ndim = 1, .dim = {1}, .stride = {1}};
         n->out[i] = dnnjit__add_tensor(g, &t);
+        free(name);
         if (!n->out[i])
             s = dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "%s \"%s\": out of memory", label, n->name);
     }
