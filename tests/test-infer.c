@@ -1019,6 +1019,30 @@ static void set_dim_and_set_stride_on_outputs(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* An input made with packed strides stays packed when set_dim changes its dims; strides the
+ * caller gave stay as given. */
+static void set_dim_on_inputs(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
+    dnnjit_tensor_t a = input(g, "A", 3, TU_DIMS(2, 3, 4), NULL);
+    TU_OK(dnnjit_tensor_set_dim(g, a, 3, TU_DIMS(2, 5, 4)));
+    SHAPE(g, a, 3, TU_DIMS(2, 5, 4), TU_DIMS(20, 4, 1));
+    /* Packed column-major stays column-major. */
+    dnnjit_tensor_t b = input(g, "B", 2, TU_DIMS(3, 4), TU_DIMS(1, 3));
+    TU_OK(dnnjit_tensor_set_dim(g, b, 2, TU_DIMS(3, 4)));
+    SHAPE(g, b, 2, TU_DIMS(3, 4), TU_DIMS(1, 3));
+    /* Padded rows given by the caller are the caller's. */
+    dnnjit_tensor_t c = input(g, "C", 2, TU_DIMS(3, 4), TU_DIMS(8, 1));
+    TU_OK(dnnjit_tensor_set_dim(g, c, 2, TU_DIMS(2, 6)));
+    SHAPE(g, c, 2, TU_DIMS(2, 6), TU_DIMS(8, 1));
+    /* set_stride fixes them from then on. */
+    TU_OK(dnnjit_tensor_set_stride(g, a, 3, TU_DIMS(40, 8, 1)));
+    TU_OK(dnnjit_tensor_set_dim(g, a, 3, TU_DIMS(2, 5, 3)));
+    SHAPE(g, a, 3, TU_DIMS(2, 5, 3), TU_DIMS(40, 8, 1));
+    dnnjit_graph_destroy(g);
+}
+
 /* Changing an input re-infers every output at validation. */
 static void validate_reinfers_after_input_change(void **state)
 {
@@ -1284,6 +1308,7 @@ int main(void)
         cmocka_unit_test(set_uid_changes_uid),
         cmocka_unit_test(set_output_toggles_virtual),
         cmocka_unit_test(set_dim_and_set_stride_on_outputs),
+        cmocka_unit_test(set_dim_on_inputs),
         cmocka_unit_test(validate_reinfers_after_input_change),
         cmocka_unit_test(names_of_nodes_and_outputs),
         cmocka_unit_test(long_node_names),

@@ -307,7 +307,7 @@ dnnjit_status_t dnnjit_graph_tensor(dnnjit_graph_t g, const dnnjit_tensor_desc_t
         .has_uid = desc->has_uid,
         .uid = desc->uid,
         .dims_set = true,
-        .strides_set = true,
+        .strides_set = desc->stride != NULL,
         .producer = -1,
     };
     memcpy(t.dim, desc->dim, sizeof(int64_t) * (size_t)desc->ndim);

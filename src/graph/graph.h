@@ -26,8 +26,9 @@ typedef struct dnnjit__tensor {
     double value;
     bool has_uid;
     int64_t uid;
-    /* For op outputs: whether the user fixed dims / strides with set_dim / set_stride
-     * (validation then checks them against inference instead of overwriting them). */
+    /* Whether the caller fixed dims / strides (when creating the tensor or with set_dim /
+     * set_stride). Validation checks an op output's fixed ones against inference instead
+     * of overwriting them; strides nobody fixed are re-packed when the dims change. */
     bool dims_set;
     bool strides_set;
     int64_t producer; /* node index, or -1 for a graph input */
