@@ -963,6 +963,19 @@ CASE(fixed_output_dims_disagree)
     VALIDATE_FAILS(g, "matmul \"mm\": output C (tensor \"mm::C\") has dims [3,6] but the inputs give [3,5]");
 }
 
+/* Strides fixed for one rank do not carry over when the inputs change the output's rank. */
+CASE(fixed_output_strides_of_another_rank)
+{
+    G;
+    dnnjit_tensor_t a = in(g, "A", 3, TU_DIMS(2, 3, 4)), b = in(g, "B", 2, TU_DIMS(4, 5)), c;
+    TU_OK(mm(g, a, b, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    TU_OK(dnnjit_tensor_set_stride(g, c, 3, TU_DIMS(16, 5, 1)));
+    TU_OK(dnnjit_graph_validate(g));
+    TU_OK(dnnjit_tensor_set_dim(g, a, 2, TU_DIMS(3, 4)));
+    VALIDATE_FAILS(g, "matmul \"mm\": output C (tensor \"mm::C\") has 3 strides set but the inputs give 2 dims [3,5]");
+}
+
 CASE(input_changed_after_op)
 {
     G;
@@ -1384,6 +1397,7 @@ int main(void)
         T(output_stride_zero_overlaps),
         T(output_strides_overlap),
         T(fixed_output_dims_disagree),
+        T(fixed_output_strides_of_another_rank),
         T(input_changed_after_op),
         T(boolean_input_to_matmul),
         T(integer_input_to_softmax),

@@ -208,6 +208,13 @@ static dnnjit_status_t set_output(infer_ctx_t *c, int slot, int ndim, const int6
         if (!same)
             return DNNJIT_STATUS_SUCCESS;
     }
+    /* Strides fixed for another rank cannot describe the new dims. */
+    if (t->strides_set && t->ndim != ndim) {
+        char want[200];
+        format_dims(want, sizeof want, ndim, dim);
+        return FAIL(c, "%s \"%s\": output %s (tensor \"%s\") has %d strides set but the inputs give %d dims %s",
+                    c->label, c->n->name, c->ports->out_names[slot], t->name, t->ndim, ndim, want);
+    }
     t->ndim = ndim;
     memcpy(t->dim, dim, sizeof(int64_t) * (size_t)ndim);
     if (!t->strides_set)
