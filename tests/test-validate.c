@@ -464,6 +464,22 @@ CASE(pointwise_broadcast_failure_names_the_clashing_input)
              "IN_2.dim[0]=5 does not broadcast against IN_1.dim[0]=3");
 }
 
+/* Inputs that fit can broadcast or multiply into an output that does not. */
+CASE(inferred_dims_overflow)
+{
+    G;
+    const int64_t big = INT64_C(1) << 32;
+    dnnjit_tensor_t col = in(g, "col", 2, TU_DIMS(big, 1)), row = in(g, "row", 2, TU_DIMS(1, big)), y;
+    OP_FAILS(g, pw(g, DNNJIT_POINTWISE_ADD, col, row, 0, &y), DNNJIT_STATUS_INVALID_GRAPH,
+             "pointwise \"pw\": output OUT_0 would have dims [4294967296,4294967296]");
+    OP_FAILS(g, mm(g, col, row, &y), DNNJIT_STATUS_INVALID_GRAPH,
+             "matmul \"mm\": output C would have dims [4294967296,4294967296]");
+    dnnjit_tensor_t q = in(g, "Q", 4, TU_DIMS(1, 1, big, 1)), k = in(g, "K", 4, TU_DIMS(1, 1, 1, 1));
+    dnnjit_tensor_t v = in(g, "V", 4, TU_DIMS(1, 1, 1, big));
+    OP_FAILS(g, dnnjit_graph_sdpa(g, q, k, v, &(dnnjit_sdpa_attr_t){.name = "attn"}, &y, NULL),
+             DNNJIT_STATUS_INVALID_GRAPH, "sdpa \"attn\": output O would have dims [1,1,4294967296,4294967296]");
+}
+
 CASE(pointwise_null_attr)
 {
     G;
@@ -1358,6 +1374,7 @@ int main(void)
         T(pointwise_wrong_input_counts),
         T(pointwise_broadcast_failure),
         T(pointwise_broadcast_failure_names_the_clashing_input),
+        T(inferred_dims_overflow),
         T(pointwise_null_attr),
         T(bias_broadcast_failure),
         T(reduction_axes_out_of_range),

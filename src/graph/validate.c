@@ -196,6 +196,15 @@ static dnnjit_status_t set_output(infer_ctx_t *c, int slot, int ndim, const int6
     dnnjit__tensor_t *t = dnnjit__tensor(c->g, c->n->out[slot]);
     if (!t)
         return DNNJIT_STATUS_SUCCESS;
+    /* Inputs that fit can broadcast or multiply into dims that do not; packing strides for
+     * them would overflow. The bound is dnnjit__check_tensor_desc's. */
+    int64_t numel = dnnjit__numel(ndim, dim);
+    if (numel < 0 || numel > INT64_MAX / 8) {
+        char want[200];
+        format_dims(want, sizeof want, ndim, dim);
+        return FAIL(c, "%s \"%s\": output %s would have dims %s, whose product overflows int64", c->label,
+                    c->n->name, c->ports->out_names[slot], want);
+    }
     if (t->dims_set) {
         bool same = t->ndim == ndim && memcmp(t->dim, dim, sizeof(int64_t) * (size_t)ndim) == 0;
         if (!same && c->strict) {
