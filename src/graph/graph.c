@@ -363,7 +363,9 @@ dnnjit_status_t dnnjit_tensor_get_info(dnnjit_graph_t g, dnnjit_tensor_t id, dnn
     return DNNJIT_STATUS_SUCCESS;
 }
 
-/* Gives a tensor the smallest non-negative uid no other tensor holds. */
+/* Gives a tensor one more than the largest uid any tensor holds (1 if none holds a
+ * positive one), so that assigned uids follow creation order. Only when that would pass
+ * INT64_MAX does it take the smallest free non-negative uid instead. */
 static void assign_uid(dnnjit_graph_t g, dnnjit__tensor_t *t)
 {
     int64_t uid = 1;

@@ -122,7 +122,8 @@ const char *dnnjit__op_label(dnnjit_op_t op);
 dnnjit_status_t dnnjit__fail(dnnjit_graph_t graph, dnnjit_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 dnnjit_status_t dnnjit__vfail(dnnjit_graph_t graph, dnnjit_status_t status, const char *fmt, va_list ap);
-/* Marks a call as successful: clears nothing, but lets callers keep the last error. */
+/* Sets this thread's last error to `msg` without touching any graph's, for a message
+ * that was formatted elsewhere. */
 void dnnjit__set_thread_error(const char *msg);
 
 /* ---- lookups ---- */
