@@ -386,6 +386,58 @@ CASE(matmul_bad_graph_compute_type)
     dnnjit_graph_destroy(g);
 }
 
+/* Ops that take exponentials, roots and quotients compute in a float of 16 bits or more;
+ * pointwise ops compute in anything. */
+CASE(bad_compute_types_of_other_ops)
+{
+    G;
+    dnnjit_tensor_t x = in(g, "X", 2, TU_DIMS(4, 8)), s = in(g, "S", 2, TU_DIMS(1, 8)), y, m, v;
+    dnnjit_tensor_t q = in(g, "Q", 4, TU_DIMS(1, 2, 3, 4));
+    OP_FAILS(g,
+             dnnjit_graph_softmax(g, x,
+                                  &(dnnjit_softmax_attr_t){.name = "sm", .compute_data_type = DNNJIT_DATA_TYPE_INT32},
+                                  &y, NULL, NULL),
+             DNNJIT_STATUS_INVALID_GRAPH,
+             "softmax \"sm\": compute data type INT32 is not a floating-point type of 16 bits or more");
+    OP_FAILS(g,
+             dnnjit_graph_layernorm(g, x, s, s,
+                                    &(dnnjit_norm_attr_t){.name = "ln", .compute_data_type = DNNJIT_DATA_TYPE_BOOLEAN},
+                                    &y, &m, &v),
+             DNNJIT_STATUS_INVALID_GRAPH, "layernorm \"ln\": compute data type BOOLEAN is not a floating-point type");
+    OP_FAILS(g,
+             dnnjit_graph_sdpa(g, q, q, q,
+                               &(dnnjit_sdpa_attr_t){.name = "attn", .compute_data_type = DNNJIT_DATA_TYPE_FP8_E4M3},
+                               &y, NULL),
+             DNNJIT_STATUS_INVALID_GRAPH, "sdpa \"attn\": compute data type FP8_E4M3 is not a floating-point type");
+    OP_FAILS(g,
+             dnnjit_graph_reduction(g, x,
+                                    &(dnnjit_reduction_attr_t){.name = "r", .compute_data_type = DNNJIT_DATA_TYPE_INT8},
+                                    &y),
+             DNNJIT_STATUS_INVALID_GRAPH, "reduction \"r\": compute data type INT8 is not a floating-point type");
+    OP_FAILS(g,
+             dnnjit_graph_softmax(g, x,
+                                  &(dnnjit_softmax_attr_t){.name = "sm", .compute_data_type = (dnnjit_data_type_t)50},
+                                  &y, NULL, NULL),
+             DNNJIT_STATUS_BAD_PARAM, "softmax \"sm\": unknown compute data type 50");
+    /* Pointwise: an INT32 compute type is fine. */
+    TU_OK(dnnjit_graph_pointwise(g,
+                                 &(dnnjit_pointwise_attr_t){.name = "pw", .mode = DNNJIT_POINTWISE_ADD,
+                                                            .compute_data_type = DNNJIT_DATA_TYPE_INT32},
+                                 x, s, 0, &y));
+}
+
+/* A compute type that is not a data type at all, from a graph built behind the API's back,
+ * is reported by validation rather than printed as a NULL name. */
+CASE(corrupt_compute_type)
+{
+    G;
+    dnnjit_tensor_t a = in(g, "A", 2, TU_DIMS(2, 2)), c;
+    TU_OK(mm(g, a, a, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    g->nodes[0].compute_type = (dnnjit_data_type_t)99;
+    VALIDATE_FAILS(g, "matmul \"mm\": unknown compute data type 99");
+}
+
 CASE(matmul_unknown_and_missing_inputs)
 {
     G;
@@ -454,7 +506,8 @@ CASE(pointwise_broadcast_failure)
 CASE(pointwise_broadcast_failure_names_the_clashing_input)
 {
     G;
-    dnnjit_tensor_t a = in(g, "A", 2, TU_DIMS(1, 4)), b = in(g, "B", 2, TU_DIMS(3, 4)), c = in(g, "C", 2, TU_DIMS(5, 4));
+    dnnjit_tensor_t a = in(g, "A", 2, TU_DIMS(1, 4)), b = in(g, "B", 2, TU_DIMS(3, 4));
+    dnnjit_tensor_t c = in(g, "C", 2, TU_DIMS(5, 4));
     dnnjit_tensor_t y;
     OP_FAILS(g, pw(g, DNNJIT_POINTWISE_BINARY_SELECT, a, b, c, &y), DNNJIT_STATUS_INVALID_GRAPH,
              "pointwise \"pw\": IN_2.dim[0]=5 does not broadcast against IN_1.dim[0]=3 (tensors \"C\" and \"B\")");
@@ -507,7 +560,8 @@ CASE(reduction_axes_out_of_range)
     G;
     dnnjit_tensor_t x = in(g, "X", 3, TU_DIMS(2, 3, 4)), y;
     OP_FAILS(g, dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.name = "r", .axes = 0x9}, &y),
-             DNNJIT_STATUS_INVALID_GRAPH, "reduction \"r\": axes mask 0x9 names axis 3 but X (tensor \"X\") has 3 dims");
+             DNNJIT_STATUS_INVALID_GRAPH,
+             "reduction \"r\": axes mask 0x9 names axis 3 but X (tensor \"X\") has 3 dims");
     OP_FAILS(g, dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.name = "r", .axes = 0x80000000u}, &y),
              DNNJIT_STATUS_INVALID_GRAPH, "names axis 31 but X");
 }
@@ -522,7 +576,8 @@ CASE(reduction_bad_mode_and_attr)
              DNNJIT_STATUS_BAD_PARAM, "reduction \"r\": unknown mode 8");
     OP_FAILS(g, dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = (dnnjit_reduction_mode_t)-3}, &y),
              DNNJIT_STATUS_BAD_PARAM, "unknown mode -3");
-    OP_FAILS(g, dnnjit_graph_reduction(g, x, NULL, &y), DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_reduction: attr is NULL");
+    OP_FAILS(g, dnnjit_graph_reduction(g, x, NULL, &y), DNNJIT_STATUS_BAD_PARAM,
+             "dnnjit_graph_reduction: attr is NULL");
     OP_FAILS(g, dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.name = "r"}, NULL), DNNJIT_STATUS_BAD_PARAM,
              "reduction \"r\": the pointer for output Y is NULL");
 }
@@ -801,7 +856,8 @@ CASE(rmsnorm_backward_inv_variance_wrong)
     OP_FAILS(g,
              dnnjit_graph_rmsnorm_backward(g, f.dy, f.x, f.scale, inv, &(dnnjit_norm_attr_t){.name = "rb"}, &dx, &ds,
                                            NULL),
-             DNNJIT_STATUS_INVALID_GRAPH, "rmsnorm_backward \"rb\": INV_VARIANCE (tensor \"I2\") has 2 dims but X has 3");
+             DNNJIT_STATUS_INVALID_GRAPH,
+             "rmsnorm_backward \"rb\": INV_VARIANCE (tensor \"I2\") has 2 dims but X has 3");
     OP_FAILS(g,
              dnnjit_graph_rmsnorm_backward(g, f.dy, f.x, f.scale, f.inv,
                                            &(dnnjit_norm_attr_t){.name = "rb", .norm_axes = 9}, &dx, &ds, NULL),
@@ -1178,7 +1234,8 @@ CASE(null_arguments)
     FAILS(g, dnnjit_graph_tensor(g, NULL, &t), DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_tensor: desc is NULL");
     FAILS(g, dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.ndim = 1, .dim = TU_DIMS(1)}, NULL),
           DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_tensor: out is NULL");
-    FAILS(NULL, dnnjit_tensor_get_info(NULL, a, &info), DNNJIT_STATUS_BAD_PARAM, "dnnjit_tensor_get_info: graph is NULL");
+    FAILS(NULL, dnnjit_tensor_get_info(NULL, a, &info), DNNJIT_STATUS_BAD_PARAM,
+          "dnnjit_tensor_get_info: graph is NULL");
     FAILS(NULL, dnnjit_tensor_get_uid(NULL, a, &i64), DNNJIT_STATUS_BAD_PARAM, "dnnjit_tensor_get_uid: graph is NULL");
     FAILS(NULL, dnnjit_graph_find_tensor_by_uid(NULL, 1, &t), DNNJIT_STATUS_BAD_PARAM,
           "dnnjit_graph_find_tensor_by_uid: graph is NULL");
@@ -1204,7 +1261,8 @@ CASE(null_arguments)
           "dnnjit_graph_matmul: graph is NULL");
     FAILS(NULL, dnnjit_graph_pointwise(NULL, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_EXP}, a, 0, 0, &t),
           DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_pointwise: graph is NULL");
-    FAILS(NULL, dnnjit_graph_bias(NULL, "b", a, a, &t), DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_pointwise: graph is NULL");
+    FAILS(NULL, dnnjit_graph_bias(NULL, "b", a, a, &t), DNNJIT_STATUS_BAD_PARAM,
+          "dnnjit_graph_pointwise: graph is NULL");
     FAILS(NULL, dnnjit_graph_reduction(NULL, a, &(dnnjit_reduction_attr_t){0}, &t), DNNJIT_STATUS_BAD_PARAM,
           "dnnjit_graph_reduction: graph is NULL");
     FAILS(NULL, dnnjit_graph_softmax(NULL, a, NULL, &t, NULL, NULL), DNNJIT_STATUS_BAD_PARAM,
@@ -1368,6 +1426,8 @@ int main(void)
         T(matmul_rank1_inputs),
         T(matmul_bad_compute_types),
         T(matmul_bad_graph_compute_type),
+        T(bad_compute_types_of_other_ops),
+        T(corrupt_compute_type),
         T(matmul_unknown_and_missing_inputs),
         T(duplicate_node_name),
         T(pointwise_unknown_mode),

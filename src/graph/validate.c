@@ -292,12 +292,27 @@ static dnnjit_status_t infer_matmul(infer_ctx_t *c)
     }
     dim[nd - 2] = a->dim[a->ndim - 2];
     dim[nd - 1] = b->dim[b->ndim - 1];
-    dnnjit_data_type_t ct = dnnjit__node_compute_type(c->g, c->n);
-    if (ct == DNNJIT_DATA_TYPE_BOOLEAN || ct == DNNJIT_DATA_TYPE_FP8_E4M3 || ct == DNNJIT_DATA_TYPE_FP8_E5M2 ||
-        ct == DNNJIT_DATA_TYPE_INT8)
-        return FAIL(c, "matmul \"%s\": compute data type %s cannot accumulate (use FLOAT, DOUBLE, HALF or INT32)",
-                    c->n->name, dnnjit_data_type_name(ct));
     return set_output(c, 0, nd, dim, NULL);
+}
+
+/* The compute types a node can run in: any for pointwise; for matmul any that can
+ * accumulate (no BOOLEAN, INT8 or FP8); for the other ops, which take exponentials, roots
+ * and quotients, a floating-point type of 16 bits or more. */
+static dnnjit_status_t check_compute_type(infer_ctx_t *c)
+{
+    dnnjit_data_type_t ct = dnnjit__node_compute_type(c->g, c->n);
+    if ((int)ct < 0 || ct >= DNNJIT_DATA_TYPE_COUNT_)
+        return FAIL(c, "%s \"%s\": unknown compute data type %d", c->label, c->n->name, (int)ct);
+    bool wide_float = ct == DNNJIT_DATA_TYPE_FLOAT || ct == DNNJIT_DATA_TYPE_DOUBLE || ct == DNNJIT_DATA_TYPE_HALF ||
+                      ct == DNNJIT_DATA_TYPE_BFLOAT16;
+    bool wide_int = ct == DNNJIT_DATA_TYPE_INT32 || ct == DNNJIT_DATA_TYPE_INT64;
+    if (c->n->op == DNNJIT_OP_MATMUL && !wide_float && !wide_int)
+        return FAIL(c, "matmul \"%s\": compute data type %s cannot accumulate (use FLOAT, DOUBLE, HALF, BFLOAT16 "
+                    "or INT32)", c->n->name, dnnjit_data_type_name(ct));
+    if (c->n->op != DNNJIT_OP_MATMUL && c->n->op != DNNJIT_OP_POINTWISE && !wide_float)
+        return FAIL(c, "%s \"%s\": compute data type %s is not a floating-point type of 16 bits or more (use "
+                    "FLOAT, DOUBLE, HALF or BFLOAT16)", c->label, c->n->name, dnnjit_data_type_name(ct));
+    return DNNJIT_STATUS_SUCCESS;
 }
 
 static dnnjit_status_t infer_pointwise(infer_ctx_t *c)
@@ -521,6 +536,9 @@ dnnjit_status_t dnnjit__infer_node(dnnjit_graph_t g, int64_t node_index, bool st
                         c.ports->out_names[i], n->out[i]);
         }
     }
+    dnnjit_status_t s = check_compute_type(&c);
+    if (s)
+        return s;
     switch (n->op) {
     case DNNJIT_OP_MATMUL:
         return infer_matmul(&c);
@@ -755,14 +773,11 @@ static dnnjit_status_t resolve_types(dnnjit_graph_t g)
     return DNNJIT_STATUS_SUCCESS;
 }
 
-/* Data-type rules of the ops, checked once every type is resolved. */
+/* Data-type rules of the ops' inputs, checked once every type is resolved (compute types
+ * are checked with the shapes, by check_compute_type). */
 static dnnjit_status_t check_node_types(dnnjit_graph_t g, const dnnjit__node_t *n)
 {
     const dnnjit__op_ports_t *ports = dnnjit__op_ports(n->op);
-    dnnjit_data_type_t ct = dnnjit__node_compute_type(g, n);
-    if ((int)ct < 0 || ct >= DNNJIT_DATA_TYPE_COUNT_)
-        return dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "%s \"%s\": unknown compute data type %d",
-                            dnnjit__op_label(n->op), n->name, (int)ct);
     bool needs_float = n->op != DNNJIT_OP_POINTWISE;
     for (int i = 0; i < ports->n_in && needs_float; i++) {
         dnnjit__tensor_t *t = dnnjit__tensor(g, n->in[i]);
