@@ -578,7 +578,7 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_execute_reference(dnnjit_graph_t graph, 
 
 /* Reads element `index` of a buffer of the given type as a double, and writes one
  * (rounding to nearest even, saturating FP8 E4M3 to ±448, integers rounded and clamped,
- * BOOLEAN as 0/1). */
+ * BOOLEAN as 0/1). A NULL buffer or an unknown type reads as NaN and is not written. */
 DNNJIT_API double dnnjit_element_load(dnnjit_data_type_t type, const void *buffer, int64_t index);
 DNNJIT_API void dnnjit_element_store(dnnjit_data_type_t type, void *buffer, int64_t index, double value);
 

@@ -3,6 +3,7 @@
  * that a mistake in an X-macro table cannot hide behind the same table. */
 #include "util.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,6 +379,23 @@ static void last_error_starts_empty_per_thread(void **state)
     assert_non_null(strstr(dnnjit_last_error(), "dnnjit_handle_create"));
 }
 
+/* A NULL buffer or an unknown type reads as NaN and writes nothing, rather than crashing. */
+static void element_null_buffer_and_unknown_type(void **state)
+{
+    (void)state;
+    for (int t = 0; t < DNNJIT_DATA_TYPE_COUNT_; t++) {
+        assert_true(isnan(dnnjit_element_load((dnnjit_data_type_t)t, NULL, 0)));
+        dnnjit_element_store((dnnjit_data_type_t)t, NULL, 3, 1.0);
+    }
+    double d = 2.5;
+    assert_true(isnan(dnnjit_element_load((dnnjit_data_type_t)-1, &d, 0)));
+    assert_true(isnan(dnnjit_element_load(DNNJIT_DATA_TYPE_COUNT_, &d, 0)));
+    dnnjit_element_store((dnnjit_data_type_t)99, &d, 0, 7.0);
+    assert_true(d == 2.5);
+    /* A known type still works on the same buffer. */
+    assert_true(dnnjit_element_load(DNNJIT_DATA_TYPE_DOUBLE, &d, 0) == 2.5);
+}
+
 static void free_accepts_null(void **state)
 {
     (void)state;
@@ -407,6 +425,7 @@ int main(void)
         cmocka_unit_test(graph_getters_reject_null),
         cmocka_unit_test(tensor_and_node_counts),
         cmocka_unit_test(last_error_starts_empty_per_thread),
+        cmocka_unit_test(element_null_buffer_and_unknown_type),
         cmocka_unit_test(free_accepts_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
