@@ -386,7 +386,10 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_find_tensor_by_name(dnnjit_graph_t graph
  * built, BAD_PARAM for a bad tensor id or value (the message says which).
  * set_output(true) makes a tensor non-virtual (written to memory); false makes an op's
  * output virtual again. set_dim / set_stride fix an op output's shape; validation checks
- * it against the inferred one. set_uid fails on a uid another tensor holds. */
+ * it against the inferred one. Strides nobody set (packed by default) are re-packed, in
+ * the same order, when set_dim changes the dims; strides given at creation or with
+ * set_stride stay as given while the rank does. set_uid fails on a uid another tensor
+ * holds. */
 DNNJIT_API dnnjit_status_t dnnjit_tensor_set_output(dnnjit_graph_t graph, dnnjit_tensor_t tensor, bool is_output);
 DNNJIT_API dnnjit_status_t dnnjit_tensor_set_data_type(dnnjit_graph_t graph, dnnjit_tensor_t tensor,
                                                        dnnjit_data_type_t type);
