@@ -333,7 +333,8 @@ typedef uint32_t dnnjit_tensor_t;
 #define DNNJIT_TENSOR_NONE ((dnnjit_tensor_t)0)
 
 typedef struct dnnjit_tensor_desc {
-    const char *name;          /* NULL: "t<id>"; names are unique within a graph */
+    const char *name;          /* NULL: "t<id>" (or the next free "t<k>" if taken);
+                                  names are unique within a graph */
     int ndim;                  /* 1 .. DNNJIT_MAX_DIMS */
     const int64_t *dim;        /* ndim sizes, each >= 1 */
     const int64_t *stride;     /* ndim strides in elements; NULL: packed row-major */
@@ -385,7 +386,10 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_find_tensor_by_name(dnnjit_graph_t graph
  * built, BAD_PARAM for a bad tensor id or value (the message says which).
  * set_output(true) makes a tensor non-virtual (written to memory); false makes an op's
  * output virtual again. set_dim / set_stride fix an op output's shape; validation checks
- * it against the inferred one. set_uid fails on a uid another tensor holds. */
+ * it against the inferred one. Strides nobody set (packed by default) are re-packed, in
+ * the same order, when set_dim changes the dims; strides given at creation or with
+ * set_stride stay as given while the rank does. set_uid fails on a uid another tensor
+ * holds. */
 DNNJIT_API dnnjit_status_t dnnjit_tensor_set_output(dnnjit_graph_t graph, dnnjit_tensor_t tensor, bool is_output);
 DNNJIT_API dnnjit_status_t dnnjit_tensor_set_data_type(dnnjit_graph_t graph, dnnjit_tensor_t tensor,
                                                        dnnjit_data_type_t type);
@@ -403,9 +407,10 @@ DNNJIT_API dnnjit_status_t dnnjit_tensor_set_stride(dnnjit_graph_t graph, dnnjit
  * Each op function adds one node. Inputs are tensor ids of this graph; outputs are new
  * virtual tensors named "<node>::<PORT>" whose dims, strides and data type are inferred
  * (and re-inferred at validation if inputs change). Node names default to the node's
- * index ("0", "1", ...). Errors: BAD_PARAM (unknown tensor id, unknown mode, wrong number
- * of inputs), INVALID_GRAPH (shapes that cannot work — also reported by validate),
- * BAD_STATE (graph built), OUT_OF_MEMORY.
+ * index ("0", "1", ...), or the next free number if the caller gave that name to another
+ * node. Errors: BAD_PARAM (unknown tensor id, unknown mode, wrong number of inputs),
+ * INVALID_GRAPH (shapes that cannot work — also reported by validate), BAD_STATE (graph
+ * built), OUT_OF_MEMORY.
  */
 
 /* C[..., M, N] = A[..., M, K] @ B[..., K, N]. Batch dims broadcast numpy-style (a 1 or a
@@ -666,7 +671,7 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnj
 
 /* Reads element `index` of a buffer of the given type as a double, and writes one
  * (rounding to nearest even, saturating FP8 E4M3 to ±448, integers rounded and clamped,
- * BOOLEAN as 0/1). */
+ * BOOLEAN as 0/1). A NULL buffer or an unknown type reads as NaN and is not written. */
 DNNJIT_API double dnnjit_element_load(dnnjit_data_type_t type, const void *buffer, int64_t index);
 DNNJIT_API void dnnjit_element_store(dnnjit_data_type_t type, void *buffer, int64_t index, double value);
 

@@ -94,6 +94,8 @@ static double clamp_round(double x, double lo, double hi)
 
 double dnnjit_element_load(dnnjit_data_type_t type, const void *buffer, int64_t index)
 {
+    if (!buffer)
+        return NAN;
     switch (type) {
     case DNNJIT_DATA_TYPE_FLOAT:
         return ((const float *)buffer)[index];
@@ -122,6 +124,8 @@ double dnnjit_element_load(dnnjit_data_type_t type, const void *buffer, int64_t 
 
 void dnnjit_element_store(dnnjit_data_type_t type, void *buffer, int64_t index, double value)
 {
+    if (!buffer)
+        return;
     switch (type) {
     case DNNJIT_DATA_TYPE_FLOAT:
         ((float *)buffer)[index] = (float)value;

@@ -1,6 +1,6 @@
 /* Names and sizes of every public enumeration, generated from the X-macros in dnnjit.h so
  * that each name is written once. */
-#include "dnnjit.h"
+#include "graph/graph.h"
 
 #include <string.h>
 
@@ -55,24 +55,29 @@ size_t dnnjit_data_type_size(dnnjit_data_type_t type)
     return data_type_sizes[type];
 }
 
-/* Looks a name up in a table of `count` names; -1 when absent. */
-static int find_name(const char *const *names, int count, const char *name)
+/* Looks `name` up in a table of `count` names for the parser `fn` of `kind` names. Like
+ * every public call, a failure leaves a message for dnnjit_last_error(). */
+static dnnjit_status_t parse_name(const char *fn, const char *kind, const char *const *names, int count,
+                                  const char *name, const void *out, int *index)
 {
-    if (!name)
-        return -1;
+    if (!name || !out)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "%s: %s is NULL", fn, name ? "out" : "name");
     for (int i = 0; i < count; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return -1;
+        if (strcmp(names[i], name) == 0) {
+            *index = i;
+            return DNNJIT_STATUS_SUCCESS;
+        }
+    return dnnjit__fail(NULL, DNNJIT_STATUS_NOT_FOUND, "%s: \"%s\" is not a %s name", fn, name, kind);
 }
 
 dnnjit_status_t dnnjit_data_type_from_name(const char *name, dnnjit_data_type_t *out)
 {
-    int i = find_name(data_type_names, DNNJIT_DATA_TYPE_COUNT_, name);
-    if (i < 0 || !out)
-        return i < 0 ? DNNJIT_STATUS_NOT_FOUND : DNNJIT_STATUS_BAD_PARAM;
-    *out = (dnnjit_data_type_t)i;
-    return DNNJIT_STATUS_SUCCESS;
+    int i = 0;
+    dnnjit_status_t s =
+        parse_name("dnnjit_data_type_from_name", "data type", data_type_names, DNNJIT_DATA_TYPE_COUNT_, name, out, &i);
+    if (!s)
+        *out = (dnnjit_data_type_t)i;
+    return s;
 }
 
 static const char *const pointwise_names[] = {
@@ -102,11 +107,13 @@ int dnnjit_pointwise_mode_arity(dnnjit_pointwise_mode_t mode)
 
 dnnjit_status_t dnnjit_pointwise_mode_from_name(const char *name, dnnjit_pointwise_mode_t *out)
 {
-    int i = find_name(pointwise_names, DNNJIT_POINTWISE_MODE_COUNT_, name);
-    if (i < 0 || !out)
-        return i < 0 ? DNNJIT_STATUS_NOT_FOUND : DNNJIT_STATUS_BAD_PARAM;
-    *out = (dnnjit_pointwise_mode_t)i;
-    return DNNJIT_STATUS_SUCCESS;
+    int i = 0;
+    dnnjit_status_t s =
+        parse_name("dnnjit_pointwise_mode_from_name", "pointwise mode", pointwise_names,
+                   DNNJIT_POINTWISE_MODE_COUNT_, name, out, &i);
+    if (!s)
+        *out = (dnnjit_pointwise_mode_t)i;
+    return s;
 }
 
 static const char *const reduction_names[] = {
@@ -124,11 +131,13 @@ const char *dnnjit_reduction_mode_name(dnnjit_reduction_mode_t mode)
 
 dnnjit_status_t dnnjit_reduction_mode_from_name(const char *name, dnnjit_reduction_mode_t *out)
 {
-    int i = find_name(reduction_names, DNNJIT_REDUCTION_MODE_COUNT_, name);
-    if (i < 0 || !out)
-        return i < 0 ? DNNJIT_STATUS_NOT_FOUND : DNNJIT_STATUS_BAD_PARAM;
-    *out = (dnnjit_reduction_mode_t)i;
-    return DNNJIT_STATUS_SUCCESS;
+    int i = 0;
+    dnnjit_status_t s =
+        parse_name("dnnjit_reduction_mode_from_name", "reduction mode", reduction_names,
+                   DNNJIT_REDUCTION_MODE_COUNT_, name, out, &i);
+    if (!s)
+        *out = (dnnjit_reduction_mode_t)i;
+    return s;
 }
 
 static const char *const op_names[] = {

@@ -194,6 +194,33 @@ static bool grow(void **items, int64_t *cap, int64_t count, size_t size)
     return true;
 }
 
+static int64_t find_name(dnnjit_graph_t g, const char *name)
+{
+    for (int64_t i = 0; i < g->tensor_count; i++)
+        if (strcmp(g->tensors[i].name, name) == 0)
+            return i + 1;
+    return 0;
+}
+
+static int64_t find_node(dnnjit_graph_t g, const char *name)
+{
+    for (int64_t i = 0; i < g->node_count; i++)
+        if (strcmp(g->nodes[i].name, name) == 0)
+            return i + 1;
+    return 0;
+}
+
+/* Writes the first of "<prefix><start>", "<prefix><start+1>", ... that no tensor (or node)
+ * of the graph is named, so that a default name never clashes with one the caller chose. */
+static void auto_name(dnnjit_graph_t g, bool for_node, const char *prefix, int64_t start, char *buf, size_t size)
+{
+    for (int64_t k = start;; k++) {
+        snprintf(buf, size, "%s%lld", prefix, (long long)k);
+        if (!(for_node ? find_node(g, buf) : find_name(g, buf)))
+            return;
+    }
+}
+
 dnnjit_tensor_t dnnjit__add_tensor(dnnjit_graph_t g, const dnnjit__tensor_t *proto)
 {
     if (g->tensor_count >= (int64_t)UINT32_MAX - 1)
@@ -201,9 +228,10 @@ dnnjit_tensor_t dnnjit__add_tensor(dnnjit_graph_t g, const dnnjit__tensor_t *pro
     if (!grow((void **)&g->tensors, &g->tensor_cap, g->tensor_count, sizeof *g->tensors))
         return DNNJIT_TENSOR_NONE;
     dnnjit__tensor_t t = *proto;
-    char auto_name[32];
-    snprintf(auto_name, sizeof auto_name, "t%lld", (long long)g->tensor_count + 1);
-    t.name = dnnjit__strdup(proto->name ? proto->name : auto_name);
+    char default_name[32];
+    if (!proto->name)
+        auto_name(g, false, "t", g->tensor_count + 1, default_name, sizeof default_name);
+    t.name = dnnjit__strdup(proto->name ? proto->name : default_name);
     if (!t.name)
         return DNNJIT_TENSOR_NONE;
     g->tensors[g->tensor_count++] = t;
@@ -216,22 +244,15 @@ int64_t dnnjit__add_node(dnnjit_graph_t g, const dnnjit__node_t *proto)
     if (!grow((void **)&g->nodes, &g->node_cap, g->node_count, sizeof *g->nodes))
         return -1;
     dnnjit__node_t n = *proto;
-    char auto_name[32];
-    snprintf(auto_name, sizeof auto_name, "%lld", (long long)g->node_count);
-    n.name = dnnjit__strdup(proto->name ? proto->name : auto_name);
+    char default_name[32];
+    if (!proto->name)
+        auto_name(g, true, "", g->node_count, default_name, sizeof default_name);
+    n.name = dnnjit__strdup(proto->name ? proto->name : default_name);
     if (!n.name)
         return -1;
     g->nodes[g->node_count] = n;
     g->validated = false;
     return g->node_count++;
-}
-
-static int64_t find_name(dnnjit_graph_t g, const char *name)
-{
-    for (int64_t i = 0; i < g->tensor_count; i++)
-        if (strcmp(g->tensors[i].name, name) == 0)
-            return i + 1;
-    return 0;
 }
 
 static int64_t find_uid(dnnjit_graph_t g, int64_t uid)
@@ -280,7 +301,7 @@ dnnjit_status_t dnnjit_graph_tensor(dnnjit_graph_t g, const dnnjit_tensor_desc_t
         .has_uid = desc->has_uid,
         .uid = desc->uid,
         .dims_set = true,
-        .strides_set = true,
+        .strides_set = desc->stride != NULL,
         .producer = -1,
     };
     memcpy(t.dim, desc->dim, sizeof(int64_t) * (size_t)desc->ndim);
@@ -336,7 +357,9 @@ dnnjit_status_t dnnjit_tensor_get_info(dnnjit_graph_t g, dnnjit_tensor_t id, dnn
     return DNNJIT_STATUS_SUCCESS;
 }
 
-/* Gives a tensor the smallest non-negative uid no other tensor holds. */
+/* Gives a tensor one more than the largest uid any tensor holds (1 if none holds a
+ * positive one), so that assigned uids follow creation order. Only when that would pass
+ * INT64_MAX does it take the smallest free non-negative uid instead. */
 static void assign_uid(dnnjit_graph_t g, dnnjit__tensor_t *t)
 {
     int64_t uid = 1;
@@ -548,10 +571,9 @@ static dnnjit_status_t add_op(dnnjit_graph_t g, const char *fn, dnnjit__node_t *
                                 label, nname, ports->in_names[i], id);
         }
     }
-    for (int64_t i = 0; proto->name && i < g->node_count; i++)
-        if (strcmp(g->nodes[i].name, proto->name) == 0)
-            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s \"%s\": another node already has this name", label,
-                                nname);
+    if (proto->name && find_node(g, proto->name))
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s \"%s\": another node already has this name", label,
+                            nname);
     if (!valid_type(proto->compute_type))
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s \"%s\": unknown compute data type %d", label, nname,
                             (int)proto->compute_type);
@@ -566,15 +588,24 @@ static dnnjit_status_t add_op(dnnjit_graph_t g, const char *fn, dnnjit__node_t *
     for (int i = 0; i < ports->n_out && !s; i++) {
         if (!(want_out >> i & 1))
             continue;
-        char name[600];
-        snprintf(name, sizeof name, "%s::%s", n->name, ports->out_names[i]);
+        /* Sized to the node name: a fixed buffer would cut long names short, and the
+         * outputs of one node would then all get the same name. */
+        size_t size = strlen(n->name) + strlen(ports->out_names[i]) + 3;
+        char *name = malloc(size);
+        if (!name) {
+            s = dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "%s \"%s\": out of memory", label, n->name);
+            break;
+        }
+        snprintf(name, size, "%s::%s", n->name, ports->out_names[i]);
         if (find_name(g, name)) {
             s = dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s \"%s\": output name \"%s\" is already taken", label,
                              n->name, name);
+            free(name);
             break;
         }
         dnnjit__tensor_t t = {.name = name, .is_virtual = true, .producer = index, .ndim = 1, .dim = {1}, .stride = {1}};
         n->out[i] = dnnjit__add_tensor(g, &t);
+        free(name);
         if (!n->out[i])
             s = dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "%s \"%s\": out of memory", label, n->name);
     }

@@ -26,8 +26,9 @@ typedef struct dnnjit__tensor {
     double value;
     bool has_uid;
     int64_t uid;
-    /* For op outputs: whether the user fixed dims / strides with set_dim / set_stride
-     * (validation then checks them against inference instead of overwriting them). */
+    /* Whether the caller fixed dims / strides (when creating the tensor or with set_dim /
+     * set_stride). Validation checks an op output's fixed ones against inference instead
+     * of overwriting them; strides nobody fixed are re-packed when the dims change. */
     bool dims_set;
     bool strides_set;
     int64_t producer; /* node index, or -1 for a graph input */
@@ -122,7 +123,8 @@ const char *dnnjit__op_label(dnnjit_op_t op);
 dnnjit_status_t dnnjit__fail(dnnjit_graph_t graph, dnnjit_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 dnnjit_status_t dnnjit__vfail(dnnjit_graph_t graph, dnnjit_status_t status, const char *fmt, va_list ap);
-/* Marks a call as successful: clears nothing, but lets callers keep the last error. */
+/* Sets this thread's last error to `msg` without touching any graph's, for a message
+ * that was formatted elsewhere. */
 void dnnjit__set_thread_error(const char *msg);
 
 /* ---- lookups ---- */

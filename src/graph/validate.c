@@ -196,6 +196,15 @@ static dnnjit_status_t set_output(infer_ctx_t *c, int slot, int ndim, const int6
     dnnjit__tensor_t *t = dnnjit__tensor(c->g, c->n->out[slot]);
     if (!t)
         return DNNJIT_STATUS_SUCCESS;
+    /* Inputs that fit can broadcast or multiply into dims that do not; packing strides for
+     * them would overflow. The bound is dnnjit__check_tensor_desc's. */
+    int64_t numel = dnnjit__numel(ndim, dim);
+    if (numel < 0 || numel > INT64_MAX / 8) {
+        char want[200];
+        format_dims(want, sizeof want, ndim, dim);
+        return FAIL(c, "%s \"%s\": output %s would have dims %s, whose product overflows int64", c->label,
+                    c->n->name, c->ports->out_names[slot], want);
+    }
     if (t->dims_set) {
         bool same = t->ndim == ndim && memcmp(t->dim, dim, sizeof(int64_t) * (size_t)ndim) == 0;
         if (!same && c->strict) {
@@ -208,6 +217,13 @@ static dnnjit_status_t set_output(infer_ctx_t *c, int slot, int ndim, const int6
         if (!same)
             return DNNJIT_STATUS_SUCCESS;
     }
+    /* Strides fixed for another rank cannot describe the new dims. */
+    if (t->strides_set && t->ndim != ndim) {
+        char want[200];
+        format_dims(want, sizeof want, ndim, dim);
+        return FAIL(c, "%s \"%s\": output %s (tensor \"%s\") has %d strides set but the inputs give %d dims %s",
+                    c->label, c->n->name, c->ports->out_names[slot], t->name, t->ndim, ndim, want);
+    }
     t->ndim = ndim;
     memcpy(t->dim, dim, sizeof(int64_t) * (size_t)ndim);
     if (!t->strides_set)
@@ -215,25 +231,34 @@ static dnnjit_status_t set_output(infer_ctx_t *c, int slot, int ndim, const int6
     return DNNJIT_STATUS_SUCCESS;
 }
 
-/* Broadcasts `t` (input slot `slot`) into out dims (right-aligned), numpy style. */
-static dnnjit_status_t broadcast_into(infer_ctx_t *c, int slot, int *out_ndim, int64_t *out_dim, int first_slot)
+/* Broadcasts input slot `slot` into the out dims (right-aligned), numpy style. from[i] is
+ * the input slot that out_dim[i] came from, so that a clash names the input that set the
+ * dim rather than always IN_0. */
+static dnnjit_status_t broadcast_into(infer_ctx_t *c, int slot, int *out_ndim, int64_t *out_dim, int *from)
 {
     const dnnjit__tensor_t *t = in_tensor(c, slot);
     int nd = t->ndim > *out_ndim ? t->ndim : *out_ndim;
     int64_t merged[DNNJIT_MAX_DIMS];
+    int merged_from[DNNJIT_MAX_DIMS];
     for (int i = 0; i < nd; i++) {
         int ai = i - (nd - *out_ndim), bi = i - (nd - t->ndim);
         int64_t a = ai >= 0 ? out_dim[ai] : 1, b = bi >= 0 ? t->dim[bi] : 1;
+        int fa = ai >= 0 ? from[ai] : slot;
         if (a != b && a != 1 && b != 1) {
-            const dnnjit__tensor_t *f = in_tensor(c, first_slot);
-            return FAIL(c, "%s \"%s\": %s.dim[%d]=%lld does not broadcast against %s.dim[%d]=%lld (tensors \"%s\" and \"%s\")",
-                        c->label, c->n->name, c->ports->in_names[slot], bi, (long long)b,
-                        c->ports->in_names[first_slot], i - (nd - f->ndim), (long long)a, t->name, f->name);
+            /* a != 1, so input `fa` has this axis itself: its own index is not negative. */
+            const dnnjit__tensor_t *f = in_tensor(c, fa);
+            return FAIL(c,
+                        "%s \"%s\": %s.dim[%d]=%lld does not broadcast against %s.dim[%d]=%lld "
+                        "(tensors \"%s\" and \"%s\")",
+                        c->label, c->n->name, c->ports->in_names[slot], bi, (long long)b, c->ports->in_names[fa],
+                        i - (nd - f->ndim), (long long)a, t->name, f->name);
         }
         merged[i] = a == 1 ? b : a;
+        merged_from[i] = a == 1 && b != 1 ? slot : fa;
     }
     *out_ndim = nd;
     memcpy(out_dim, merged, sizeof(int64_t) * (size_t)nd);
+    memcpy(from, merged_from, sizeof(int) * (size_t)nd);
     return DNNJIT_STATUS_SUCCESS;
 }
 
@@ -267,12 +292,27 @@ static dnnjit_status_t infer_matmul(infer_ctx_t *c)
     }
     dim[nd - 2] = a->dim[a->ndim - 2];
     dim[nd - 1] = b->dim[b->ndim - 1];
-    dnnjit_data_type_t ct = dnnjit__node_compute_type(c->g, c->n);
-    if (ct == DNNJIT_DATA_TYPE_BOOLEAN || ct == DNNJIT_DATA_TYPE_FP8_E4M3 || ct == DNNJIT_DATA_TYPE_FP8_E5M2 ||
-        ct == DNNJIT_DATA_TYPE_INT8)
-        return FAIL(c, "matmul \"%s\": compute data type %s cannot accumulate (use FLOAT, DOUBLE, HALF or INT32)",
-                    c->n->name, dnnjit_data_type_name(ct));
     return set_output(c, 0, nd, dim, NULL);
+}
+
+/* The compute types a node can run in: any for pointwise; for matmul any that can
+ * accumulate (no BOOLEAN, INT8 or FP8); for the other ops, which take exponentials, roots
+ * and quotients, a floating-point type of 16 bits or more. */
+static dnnjit_status_t check_compute_type(infer_ctx_t *c)
+{
+    dnnjit_data_type_t ct = dnnjit__node_compute_type(c->g, c->n);
+    if ((int)ct < 0 || ct >= DNNJIT_DATA_TYPE_COUNT_)
+        return FAIL(c, "%s \"%s\": unknown compute data type %d", c->label, c->n->name, (int)ct);
+    bool wide_float = ct == DNNJIT_DATA_TYPE_FLOAT || ct == DNNJIT_DATA_TYPE_DOUBLE || ct == DNNJIT_DATA_TYPE_HALF ||
+                      ct == DNNJIT_DATA_TYPE_BFLOAT16;
+    bool wide_int = ct == DNNJIT_DATA_TYPE_INT32 || ct == DNNJIT_DATA_TYPE_INT64;
+    if (c->n->op == DNNJIT_OP_MATMUL && !wide_float && !wide_int)
+        return FAIL(c, "matmul \"%s\": compute data type %s cannot accumulate (use FLOAT, DOUBLE, HALF, BFLOAT16 "
+                    "or INT32)", c->n->name, dnnjit_data_type_name(ct));
+    if (c->n->op != DNNJIT_OP_MATMUL && c->n->op != DNNJIT_OP_POINTWISE && !wide_float)
+        return FAIL(c, "%s \"%s\": compute data type %s is not a floating-point type of 16 bits or more (use "
+                    "FLOAT, DOUBLE, HALF or BFLOAT16)", c->label, c->n->name, dnnjit_data_type_name(ct));
+    return DNNJIT_STATUS_SUCCESS;
 }
 
 static dnnjit_status_t infer_pointwise(infer_ctx_t *c)
@@ -288,9 +328,10 @@ static dnnjit_status_t infer_pointwise(infer_ctx_t *c)
     const dnnjit__tensor_t *first = in_tensor(c, 0);
     int nd = first->ndim;
     int64_t dim[DNNJIT_MAX_DIMS];
+    int from[DNNJIT_MAX_DIMS] = {0};
     memcpy(dim, first->dim, sizeof dim);
     for (int i = 1; i < arity; i++) {
-        dnnjit_status_t s = broadcast_into(c, i, &nd, dim, 0);
+        dnnjit_status_t s = broadcast_into(c, i, &nd, dim, from);
         if (s)
             return s;
     }
@@ -486,9 +527,18 @@ dnnjit_status_t dnnjit__infer_node(dnnjit_graph_t g, int64_t node_index, bool st
                         c.ports->in_names[i], n->in[i]);
         }
     }
-    for (int i = 0; i < c.ports->n_out; i++)
-        if (n->out[i] == DNNJIT_TENSOR_NONE && !(c.ports->out_optional >> i & 1))
-            return FAIL(&c, "%s \"%s\": output %s is missing", c.label, n->name, c.ports->out_names[i]);
+    for (int i = 0; i < c.ports->n_out; i++) {
+        if (n->out[i] == DNNJIT_TENSOR_NONE) {
+            if (!(c.ports->out_optional >> i & 1))
+                return FAIL(&c, "%s \"%s\": output %s is missing", c.label, n->name, c.ports->out_names[i]);
+        } else if (!dnnjit__tensor(g, n->out[i])) {
+            return FAIL(&c, "%s \"%s\": output %s is tensor id %u, which is not in this graph", c.label, n->name,
+                        c.ports->out_names[i], n->out[i]);
+        }
+    }
+    dnnjit_status_t s = check_compute_type(&c);
+    if (s)
+        return s;
     switch (n->op) {
     case DNNJIT_OP_MATMUL:
         return infer_matmul(&c);
@@ -513,25 +563,21 @@ dnnjit_status_t dnnjit__infer_node(dnnjit_graph_t g, int64_t node_index, bool st
 
 /* ---- whole-graph validation ------------------------------------------------------- */
 
-static const char *const *sort_names_base;
-static int cmp_by_name(const void *a, const void *b)
+static int cmp_names(const void *a, const void *b)
 {
-    return strcmp(sort_names_base[*(const int64_t *)a], sort_names_base[*(const int64_t *)b]);
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Finds two equal strings among `count` (NULL if none); `scratch` holds count indices. */
-static int64_t find_duplicate(const char **names, int64_t count, int64_t *scratch, int64_t *other)
+/* Sorts `names` in place and returns a string that occurs twice among them, or NULL. The
+ * comparison reads only its arguments, so that graphs validated on different threads at
+ * once do not share any state. */
+static const char *find_duplicate(const char **names, int64_t count)
 {
-    for (int64_t i = 0; i < count; i++)
-        scratch[i] = i;
-    sort_names_base = names;
-    qsort(scratch, (size_t)count, sizeof *scratch, cmp_by_name);
+    qsort(names, (size_t)count, sizeof *names, cmp_names);
     for (int64_t i = 1; i < count; i++)
-        if (strcmp(names[scratch[i]], names[scratch[i - 1]]) == 0) {
-            *other = scratch[i - 1] < scratch[i] ? scratch[i - 1] : scratch[i];
-            return scratch[i - 1] < scratch[i] ? scratch[i] : scratch[i - 1];
-        }
-    return -1;
+        if (strcmp(names[i], names[i - 1]) == 0)
+            return names[i];
+    return NULL;
 }
 
 static int cmp_int64(const void *a, const void *b)
@@ -540,7 +586,7 @@ static int cmp_int64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static dnnjit_status_t check_unique(dnnjit_graph_t g, int64_t *scratch)
+static dnnjit_status_t check_unique(dnnjit_graph_t g)
 {
     int64_t n = g->tensor_count > g->node_count ? g->tensor_count : g->node_count;
     const char **names = malloc(sizeof *names * (size_t)(n ? n : 1));
@@ -551,16 +597,15 @@ static dnnjit_status_t check_unique(dnnjit_graph_t g, int64_t *scratch)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "validate: out of memory");
     }
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
-    int64_t other;
     for (int64_t i = 0; i < g->tensor_count; i++)
         names[i] = g->tensors[i].name;
-    int64_t dup = find_duplicate(names, g->tensor_count, scratch, &other);
-    if (dup >= 0)
-        s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "two tensors are named \"%s\"", names[dup]);
+    const char *dup = find_duplicate(names, g->tensor_count);
+    if (dup)
+        s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "two tensors are named \"%s\"", dup);
     for (int64_t i = 0; i < g->node_count && !s; i++)
         names[i] = g->nodes[i].name;
-    if (!s && (dup = find_duplicate(names, g->node_count, scratch, &other)) >= 0)
-        s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "two nodes are named \"%s\"", names[dup]);
+    if (!s && (dup = find_duplicate(names, g->node_count)))
+        s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "two nodes are named \"%s\"", dup);
     int64_t m = 0;
     for (int64_t i = 0; i < g->tensor_count && !s; i++)
         if (g->tensors[i].has_uid)
@@ -653,9 +698,19 @@ static dnnjit_status_t order_nodes(dnnjit_graph_t g, int64_t *scratch)
     return s;
 }
 
+/* Checks a tensor's own description (rank, dims, strides, pass-by-value shape). */
+static dnnjit_status_t check_desc(dnnjit_graph_t g, const dnnjit__tensor_t *t)
+{
+    char who[300];
+    snprintf(who, sizeof who, "tensor \"%s\"", t->name);
+    return dnnjit__check_tensor_desc(g, who, t->ndim, t->dim, t->stride, t->is_pass_by_value)
+               ? DNNJIT_STATUS_INVALID_GRAPH
+               : DNNJIT_STATUS_SUCCESS;
+}
+
 static dnnjit_status_t check_tensors(dnnjit_graph_t g)
 {
-    /* consumers[i]: whether tensor i+1 is read by a node. */
+    /* read[i]: whether tensor i+1 is read by a node. */
     bool *read = calloc((size_t)(g->tensor_count ? g->tensor_count : 1), sizeof *read);
     if (!read)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "validate: out of memory");
@@ -666,13 +721,11 @@ static dnnjit_status_t check_tensors(dnnjit_graph_t g)
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
     for (int64_t i = 0; i < g->tensor_count && !s; i++) {
         dnnjit__tensor_t *t = &g->tensors[i];
+        /* Op outputs were re-inferred: their dims may now overflow. */
+        if ((s = check_desc(g, t)))
+            break;
         char who[300];
         snprintf(who, sizeof who, "tensor \"%s\"", t->name);
-        s = dnnjit__check_tensor_desc(g, who, t->ndim, t->dim, t->stride, t->is_pass_by_value);
-        if (s) {
-            s = DNNJIT_STATUS_INVALID_GRAPH;
-            break;
-        }
         const char *producer = t->producer >= 0 ? g->nodes[t->producer].name : NULL;
         if (t->is_virtual && !producer)
             s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "%s is virtual but no node produces it", who);
@@ -720,14 +773,11 @@ static dnnjit_status_t resolve_types(dnnjit_graph_t g)
     return DNNJIT_STATUS_SUCCESS;
 }
 
-/* Data-type rules of the ops, checked once every type is resolved. */
+/* Data-type rules of the ops' inputs, checked once every type is resolved (compute types
+ * are checked with the shapes, by check_compute_type). */
 static dnnjit_status_t check_node_types(dnnjit_graph_t g, const dnnjit__node_t *n)
 {
     const dnnjit__op_ports_t *ports = dnnjit__op_ports(n->op);
-    dnnjit_data_type_t ct = dnnjit__node_compute_type(g, n);
-    if ((int)ct < 0 || ct >= DNNJIT_DATA_TYPE_COUNT_)
-        return dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "%s \"%s\": unknown compute data type %d",
-                            dnnjit__op_label(n->op), n->name, (int)ct);
     bool needs_float = n->op != DNNJIT_OP_POINTWISE;
     for (int i = 0; i < ports->n_in && needs_float; i++) {
         dnnjit__tensor_t *t = dnnjit__tensor(g, n->in[i]);
@@ -754,7 +804,13 @@ dnnjit_status_t dnnjit_graph_validate(dnnjit_graph_t g)
     int64_t *scratch = malloc(sizeof *scratch * (size_t)n);
     if (!scratch)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "validate: out of memory");
-    dnnjit_status_t s = check_unique(g, scratch);
+    /* Inference relies on valid ranks and dims (a zero head count would divide by zero in
+     * the SDPA checks), and a graph need not have been built through the checked calls. */
+    dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
+    for (int64_t i = 0; i < g->tensor_count && !s; i++)
+        s = check_desc(g, &g->tensors[i]);
+    if (!s)
+        s = check_unique(g);
     if (!s)
         s = order_nodes(g, scratch);
     free(scratch);
