@@ -799,8 +799,9 @@ static void hand_written_defaults(void **state)
     assert_int_equal(d->uid, 4);
     assert_string_equal(g->name, "small");
     assert_int_equal(g->intermediate_type, DNNJIT_DATA_TYPE_NOT_SET);
-    /* A graph input's dims and strides are its own even without a "stride". */
-    assert_true(b->dims_set && b->strides_set);
+    /* A graph input's dims are its own; without a "stride" its strides are derived, as for
+     * dnnjit_graph_tensor with NULL strides. */
+    assert_true(b->dims_set && !b->strides_set);
     assert_false(c->dims_set || c->strides_set);
     free(text);
     dnnjit_graph_destroy(g);

@@ -833,11 +833,12 @@ static dnnjit_status_t read_graph(reader_t *r, json_t *root, dnnjit_handle_t han
         if ((s = read_node(r, i, value)))
             return s;
     }
-    /* A graph input's dims and strides are always the document's own, as they are for a
-     * tensor made with dnnjit_graph_tensor. */
+    /* A graph input's dims are always the document's own, as they are for a tensor made
+     * with dnnjit_graph_tensor; its strides count as given only when stride_set says so
+     * (packed strides are re-derived by set_dim). */
     for (int64_t t = 0; t < r->g->tensor_count; t++)
         if (r->g->tensors[t].producer < 0)
-            r->g->tensors[t].dims_set = r->g->tensors[t].strides_set = true;
+            r->g->tensors[t].dims_set = true;
     return dnnjit_graph_validate(r->g);
 }
 
