@@ -244,11 +244,19 @@ static void emit_port(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__node
     for (int a = 0; a < view.ndim; a++)
         moves |= view.stride[a] != 0;
     if (moves) {
-        dnnjit__sb_printf(sb, "__device__ __forceinline__ dj_i64 dj_off_%s(dj_i64 i)\n{\n", port->name);
-        dnnjit__emit_coords(sb, "i", view.ndim, view.dim, "    ");
-        dnnjit__sb_append(sb, "    return ");
-        dnnjit__emit_offset(sb, &view, view.ndim);
-        dnnjit__sb_append(sb, ";\n}\n");
+        /* Peels the coordinates off i from the innermost axis out; axes the tensor does not
+         * move along only divide. */
+        dnnjit__sb_printf(sb, "__device__ __forceinline__ dj_i64 dj_off_%s(dj_i64 i)\n{\n    dj_i64 off = 0;\n",
+                          port->name);
+        for (int a = view.ndim - 1; a > 0; a--) {
+            if (view.stride[a])
+                dnnjit__sb_printf(sb, "    off += i %% %lldLL * %lldLL;\n", (long long)view.dim[a],
+                                  (long long)view.stride[a]);
+            dnnjit__sb_printf(sb, "    i /= %lldLL;\n", (long long)view.dim[a]);
+        }
+        if (view.stride[0])
+            dnnjit__sb_printf(sb, "    off += i * %lldLL;\n", (long long)view.stride[0]);
+        dnnjit__sb_append(sb, "    return off;\n}\n");
     } else {
         dnnjit__sb_printf(sb, "__device__ __forceinline__ dj_i64 dj_off_%s(dj_i64) { return 0; }\n", port->name);
     }
