@@ -329,7 +329,8 @@ static void emit_element_fn(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit
                             const dnnjit__kernel_t *k, const dnnjit__tensor_t *shape, dnnjit_tensor_t mm)
 {
     if (mm)
-        dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_epilogue(dj_i64 i, dj_acc acc, const DjArgs &args)\n{\n");
+        dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_epilogue(dj_i64 i, dj_acc acc, "
+                              "const DjArgs &args)\n{\n");
     else
         dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_element(dj_i64 i, const DjArgs &args)\n{\n");
     dnnjit__emit_coords(sb, "i", shape->ndim, shape->dim, "    ");
@@ -444,10 +445,10 @@ static work_t gen_softmax(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__
 static work_t gen_norm(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__node_t *n, const dnnjit__kernel_t *k,
                        bool dbl)
 {
-    static const port_t fwd[] = {{"X", false},    {"SCALE", false}, {"BIAS", false},         {"EPSILON", false},
-                                 {"Y", true},     {"MEAN", true},   {"INV_VARIANCE", true},  {NULL, false}};
-    static const port_t bwd[] = {{"DY", false}, {"X", false},    {"SCALE", false}, {"MEAN", false},
-                                 {"INV_VARIANCE", false}, {"DX", true}, {"DSCALE", true}, {"DBIAS", true},
+    static const port_t fwd[] = {{"X", false}, {"SCALE", false}, {"BIAS", false},         {"EPSILON", false},
+                                 {"Y", true},  {"MEAN", true},    {"INV_VARIANCE", true}, {NULL, false}};
+    static const port_t bwd[] = {{"DY", false},           {"X", false},  {"SCALE", false},  {"MEAN", false},
+                                 {"INV_VARIANCE", false}, {"DX", true},  {"DSCALE", true},  {"DBIAS", true},
                                  {NULL, false}};
     bool backward = n->op == DNNJIT_OP_LAYERNORM_BACKWARD || n->op == DNNJIT_OP_RMSNORM_BACKWARD;
     bool center = n->op == DNNJIT_OP_LAYERNORM || n->op == DNNJIT_OP_LAYERNORM_BACKWARD;
