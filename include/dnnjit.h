@@ -571,6 +571,96 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_execute_reference(dnnjit_graph_t graph, 
                                                           size_t n);
 
 /* ------------------------------------------------------------------------------------ */
+/* Just-in-time plans, build and execution                                               */
+/* ------------------------------------------------------------------------------------ */
+/*
+ * The JIT path: build_operation_graph (validate and split the graph into fusable groups),
+ * create_execution_plans (ask the heuristics for a ranked list of plans; a plan names one
+ * engine and its knob settings for each group), check_support, build_plans (generate CUDA
+ * source for the exact shapes, compile it with NVRTC for the handle's architecture, cache
+ * the CUBIN in memory and on disk, and load it when a GPU is present), then execute.
+ * dnnjit_graph_build does all of them. A graph whose handle names an architecture but has
+ * no GPU (dnnjit_handle_create_for_arch) does everything but execute.
+ */
+
+/* Creates a handle for a named architecture ("sm_90a", "sm_80", ...) without needing a
+ * GPU: graphs made with it validate, plan, generate and compile, but cannot execute.
+ * Errors: BAD_PARAM (a malformed architecture), OUT_OF_MEMORY. */
+DNNJIT_API dnnjit_status_t dnnjit_handle_create_for_arch(const char *arch, dnnjit_handle_t *out);
+
+/* The architecture kernels are compiled for: the device's (found by dnnjit_handle_create
+ * when a driver and a GPU are present) or the named one; "" when neither. `size` bytes at
+ * `arch` receive it. *has_device (may be NULL) says whether the handle can execute. */
+DNNJIT_API dnnjit_status_t dnnjit_handle_get_arch(dnnjit_handle_t handle, char *arch, size_t size, bool *has_device);
+
+typedef enum dnnjit_heur_mode {
+    DNNJIT_HEUR_MODE_A = 0,        /* fast rules: the specialised engines first */
+    DNNJIT_HEUR_MODE_B = 1,        /* a cost model ranks every supported plan */
+    DNNJIT_HEUR_MODE_FALLBACK = 2  /* the simplest correct engine, for any valid graph */
+} dnnjit_heur_mode_t;
+
+typedef enum dnnjit_build_plan_policy {
+    DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE = 0, /* build the first plan that builds */
+    DNNJIT_BUILD_PLAN_ALL = 1                /* build every plan (for autotuning) */
+} dnnjit_build_plan_policy_t;
+
+/* Behavior notes of a plan, as bits. Every dnnjit plan compiles at run time. */
+#define DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION (1u << 0)
+
+/* Validates the graph and partitions it into groups; afterwards the graph can no longer
+ * be modified (BAD_STATE). Errors: as dnnjit_graph_validate. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_build_operation_graph(dnnjit_graph_t graph);
+
+/* Makes the ranked plan list for the given heuristic modes (in order, duplicates
+ * dropped). Calls build_operation_graph first if needed. Errors: NOT_SUPPORTED when no
+ * engine supports some group (the message names it and says why). */
+DNNJIT_API dnnjit_status_t dnnjit_graph_create_execution_plans(dnnjit_graph_t graph, const dnnjit_heur_mode_t *modes,
+                                                               int mode_count);
+
+/* Succeeds when at least one plan exists. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_check_support(dnnjit_graph_t graph);
+
+/* Generates, compiles (through the kernel cache) and, with a GPU, loads plans. The graph
+ * needs a handle with an architecture. HEURISTICS_CHOICE makes the first plan that builds
+ * the chosen one; ALL builds every plan and chooses the first. Errors: BAD_STATE (no
+ * plans yet, or no handle / architecture), NOT_SUPPORTED (NVRTC missing, or no plan
+ * compiled: the message carries NVRTC's log). */
+DNNJIT_API dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t graph, dnnjit_build_plan_policy_t policy);
+
+/* Builds plan `index` alone and makes it the chosen one. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_build_plan_at_index(dnnjit_graph_t graph, int64_t index);
+
+/* build_operation_graph + create_execution_plans + check_support + build_plans
+ * (HEURISTICS_CHOICE). */
+DNNJIT_API dnnjit_status_t dnnjit_graph_build(dnnjit_graph_t graph, const dnnjit_heur_mode_t *modes, int mode_count);
+
+/* The plan list: its length, each plan's name (e.g. "pointwise_b256_vec"; a graph of
+ * several groups joins its groups' choices with '+'; *name is the caller's, freed with
+ * dnnjit_free) and behavior notes. The chosen plan's index, or -1 before one is built. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_get_plan_count(dnnjit_graph_t graph, int64_t *count);
+DNNJIT_API dnnjit_status_t dnnjit_graph_get_plan_name(dnnjit_graph_t graph, int64_t index, char **name);
+DNNJIT_API dnnjit_status_t dnnjit_graph_get_plan_behavior_notes(dnnjit_graph_t graph, int64_t index, uint32_t *notes);
+DNNJIT_API dnnjit_status_t dnnjit_graph_get_chosen_plan(dnnjit_graph_t graph, int64_t *index);
+
+/* The CUDA source plan `index` generates: every group's kernel, one after another, each
+ * preceded by a comment naming it. *source is the caller's, freed with dnnjit_free. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t graph, int64_t index, char **source);
+
+/* Bytes of device workspace execute needs (intermediates that cross kernels), available
+ * once the graph is partitioned. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph, int64_t *size);
+
+/* Runs the chosen plan on `stream` (a CUstream; NULL for the default stream). Every
+ * non-virtual tensor needs a device buffer in the pack, aligned to its element size;
+ * pass-by-value tensors without a fixed value point to one host element. `workspace` is
+ * device memory of at least get_workspace_size bytes (NULL when that is 0). Allocates
+ * nothing, can be captured in a CUDA graph, and does not synchronize. Errors: BAD_STATE
+ * (no built plan, or no GPU), BAD_PARAM (a missing, unknown, duplicate, NULL, misaligned
+ * or host pointer: the message names the tensor), and driver failures. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,
+                                                void *workspace, void *stream);
+
+/* ------------------------------------------------------------------------------------ */
 /* Element conversions (exposed for tests and tools)                                     */
 /* ------------------------------------------------------------------------------------ */
 

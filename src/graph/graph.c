@@ -2,6 +2,8 @@
  * validation live in validate.c; this file records what the caller asked for. */
 #include "graph/graph.h"
 
+#include "engine/plan.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,22 +98,7 @@ const char *dnnjit__op_label(dnnjit_op_t op)
     return (int)op >= 0 && op < DNNJIT_OP_COUNT_ ? op_labels[op] : "unknown op";
 }
 
-/* ---- handles and graphs ---------------------------------------------------------- */
-
-dnnjit_status_t dnnjit_handle_create(dnnjit_handle_t *out)
-{
-    if (!out)
-        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_handle_create: out is NULL");
-    *out = calloc(1, sizeof **out);
-    if (!*out)
-        return dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "dnnjit_handle_create: out of memory");
-    return DNNJIT_STATUS_SUCCESS;
-}
-
-void dnnjit_handle_destroy(dnnjit_handle_t handle)
-{
-    free(handle);
-}
+/* ---- graphs ----------------------------------------------------------------------- */
 
 static bool valid_type(dnnjit_data_type_t t)
 {
@@ -149,6 +136,7 @@ void dnnjit_graph_destroy(dnnjit_graph_t g)
         free(g->tensors[i].name);
     for (int64_t i = 0; i < g->node_count; i++)
         free(g->nodes[i].name);
+    dnnjit__jit_state_free(g->jit);
     free(g->tensors);
     free(g->nodes);
     free(g->name);
@@ -183,6 +171,9 @@ dnnjit_status_t dnnjit_graph_get_node_count(dnnjit_graph_t g, int64_t *count)
 
 dnnjit_status_t dnnjit__modify(dnnjit_graph_t g)
 {
+    if (g->jit)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
+                            "graph \"%s\" is built (build_operation_graph was called) and can no longer change", g->name);
     g->validated = false;
     return DNNJIT_STATUS_SUCCESS;
 }
@@ -257,6 +248,9 @@ dnnjit_status_t dnnjit_graph_tensor(dnnjit_graph_t g, const dnnjit_tensor_desc_t
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_tensor: %s is NULL",
                             !g ? "graph" : !desc ? "desc" : "out");
     *out = DNNJIT_TENSOR_NONE;
+    dnnjit_status_t frozen = dnnjit__modify(g);
+    if (frozen)
+        return frozen;
     const char *who_name = desc->name ? desc->name : "(unnamed)";
     char who[300];
     snprintf(who, sizeof who, "tensor \"%s\"", who_name);
@@ -533,6 +527,9 @@ static dnnjit_status_t add_op(dnnjit_graph_t g, const char *fn, dnnjit__node_t *
 {
     if (!g)
         return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "%s: graph is NULL", fn);
+    dnnjit_status_t frozen = dnnjit__modify(g);
+    if (frozen)
+        return frozen;
     const dnnjit__op_ports_t *ports = dnnjit__op_ports(proto->op);
     const char *label = dnnjit__op_label(proto->op);
     const char *nname = proto->name ? proto->name : "";

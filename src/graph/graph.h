@@ -78,9 +78,9 @@ typedef struct dnnjit__node {
     dnnjit__op_attr_t attr;
 } dnnjit__node_t;
 
-struct dnnjit_handle {
-    int reserved; /* grows with the JIT stages: device, cache, driver */
-};
+/* The handle (src/runtime/runtime.h) and what the JIT stages add to a graph once its
+ * operation graph is built (src/engine/plan.h). */
+struct dnnjit__jit_state;
 
 #define DNNJIT__MSG_LEN 2048
 
@@ -95,6 +95,7 @@ struct dnnjit_graph {
     dnnjit__node_t *nodes;
     int64_t node_count, node_cap;
     bool validated;
+    struct dnnjit__jit_state *jit; /* non-NULL once built: the graph is then frozen */
     char error[DNNJIT__MSG_LEN];
 };
 

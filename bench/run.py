@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Runs dnnjit-bench and the torch peers in the same run, writes the result JSON (date,
+commit, device, every case) and prints a table with the ratios.
+
+    python3 bench/run.py --build build-gpu --out DIR [--commit SHA]
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run_bench(binary, args, cache_dir):
+    env = dict(os.environ, DNNJIT_CACHE_DIR=cache_dir)
+    out = subprocess.run([binary] + args, env=env, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"{binary} {' '.join(args)} failed ({out.returncode}): {out.stderr}")
+    return {r["case"]: r for r in map(json.loads, out.stdout.splitlines())}
+
+
+def torch_peers():
+    """Device microseconds per call of torch eager and torch.compile on the same work,
+    timed like dnnjit-bench: CUDA events around 20 back-to-back calls, median of 15."""
+    import torch
+
+    def time_us(fn, calls=20, repeats=15):
+        for _ in range(10):
+            fn()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        samples = []
+        for _ in range(repeats):
+            start.record()
+            for _ in range(calls):
+                fn()
+            stop.record()
+            stop.synchronize()
+            samples.append(start.elapsed_time(stop) * 1e3 / calls)
+        return sorted(samples)[repeats // 2]
+
+    n = 64 * 1024 * 1024
+    a, b, c = (torch.randn(n, device="cuda", dtype=torch.half) for _ in range(3))
+
+    def eager():
+        return torch.sigmoid(a + b * c)
+
+    compiled = torch.compile(eager)
+    return {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "sigmoid_fma_64M_half": {"torch_eager_us": time_us(eager), "torch_compile_us": time_us(compiled)},
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build-gpu")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--commit", default=os.environ.get("DNNJIT_COMMIT", "unknown"))
+    args = ap.parse_args()
+    binary = os.path.join(args.build, "bench", "dnnjit-bench")
+    with tempfile.TemporaryDirectory() as cache:
+        cases = run_bench(binary, ["run"], cache)
+        cases.update(run_bench(binary, ["build-only"], cache))
+    peers = torch_peers()
+    pw = cases["sigmoid_fma_64M_half"]
+    pw.update(peers["sigmoid_fma_64M_half"])
+    result = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": args.commit,
+        "device": peers["device"],
+        "torch": peers["torch"],
+        "arch": cases["build_cold"]["arch"],
+        "cases": cases,
+    }
+    path = os.path.join(args.out, "bench.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2, sort_keys=True)
+    print(f"wrote {path}")
+    print(table(result))
+
+
+def table(result):
+    """The README table, from a result file."""
+    c = result["cases"]
+    pw = c["sigmoid_fma_64M_half"]
+    rows = [
+        ("sigmoid(a+b*c), 64M half, device time per call", f"{pw['us']:.1f} µs ({pw['tb_per_s']:.2f} TB/s)",
+         f"eager {pw['torch_eager_us']:.1f} µs ({pw['torch_eager_us'] / pw['us']:.2f}×), "
+         f"compile {pw['torch_compile_us']:.1f} µs ({pw['torch_compile_us'] / pw['us']:.2f}×)"),
+        ("cold build (generate + NVRTC + load)", f"{c['build_cold']['us'] / 1e3:.1f} ms", ""),
+        ("build, warm disk cache (new process)", f"{c['build_warm_disk_cache']['us'] / 1e3:.2f} ms", ""),
+        ("build, warm memory cache", f"{c['build_warm_memory_cache']['us']:.0f} µs", ""),
+        ("host time of one execute", f"{c['execute_host_overhead']['us']:.2f} µs", ""),
+    ]
+    lines = [f"Measured {result['date']} on {result['device']} ({result['arch']}), commit {result['commit']}, "
+             f"torch {result['torch']}.", "", "| case | dnnjit | torch (ratio = torch time / dnnjit time) |",
+             "| --- | --- | --- |"]
+    lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+/* The build stages of the public API: operation graph, plan list, plan building. */
+#include "engine/plan.h"
+
+#include "common/strbuf.h"
+#include "jit/jit.h"
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const dnnjit__engine_t dnnjit__engine_pointwise;
+
+const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_pointwise, NULL};
+
+/* ---- state ----------------------------------------------------------------------- */
+
+static void free_plan(dnnjit__plan_t *plan, int64_t groups)
+{
+    for (int64_t i = 0; plan->kernels && i < groups; i++) {
+        dnnjit__kernel_free(&plan->kernels[i].kernel);
+        free(plan->kernels[i].cubin);
+    }
+    free(plan->kernels);
+    free(plan->choices);
+}
+
+static void free_plans(dnnjit__jit_state_t *s)
+{
+    for (int64_t i = 0; i < s->plan_count; i++)
+        free_plan(&s->plans[i], s->partition.group_count);
+    free(s->plans);
+    s->plans = NULL;
+    s->plan_count = 0;
+    s->chosen = -1;
+}
+
+void dnnjit__jit_state_free(dnnjit__jit_state_t *s)
+{
+    if (!s)
+        return;
+    free_plans(s);
+    dnnjit__partition_free(&s->partition);
+    free(s);
+}
+
+dnnjit_status_t dnnjit_graph_build_operation_graph(dnnjit_graph_t g)
+{
+    if (!g)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_build_operation_graph: graph is NULL");
+    if (g->jit)
+        return DNNJIT_STATUS_SUCCESS;
+    dnnjit_status_t s = dnnjit_graph_validate(g);
+    if (s)
+        return s;
+    dnnjit__jit_state_t *state = calloc(1, sizeof *state);
+    if (!state)
+        return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "build_operation_graph: out of memory");
+    state->chosen = -1;
+    s = dnnjit__partition(g, &state->partition);
+    if (s) {
+        free(state);
+        return s;
+    }
+    g->jit = state;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+/* ---- plan lists --------------------------------------------------------------------- */
+
+typedef struct candidate {
+    dnnjit__plan_choice_t choice;
+    double cost;
+} candidate_t;
+
+static int by_cost(const void *a, const void *b)
+{
+    double x = ((const candidate_t *)a)->cost, y = ((const candidate_t *)b)->cost;
+    return x < y ? -1 : x > y;
+}
+
+static bool is_fallback(const dnnjit__engine_t *e)
+{
+    return strcmp(e->name, "fallback") == 0;
+}
+
+/* The ranked candidates of one group under one mode; *count may be 0 (then `why` says
+ * what the engines said). */
+static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_heur_mode_t mode, const char *arch,
+                          candidate_t *out, char *why, size_t why_size)
+{
+    int64_t n = 0;
+    for (const dnnjit__engine_t *const *e = dnnjit__engines; *e; e++) {
+        if ((mode == DNNJIT_HEUR_MODE_FALLBACK) != is_fallback(*e))
+            continue;
+        for (int k = 0; k < (*e)->knob_count; k++)
+            if ((*e)->supports(g, grp, k, arch, why, why_size))
+                out[n++] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k)};
+    }
+    if (mode == DNNJIT_HEUR_MODE_B)
+        qsort(out, (size_t)n, sizeof *out, by_cost);
+    return n;
+}
+
+static int64_t total_knobs(void)
+{
+    int64_t n = 0;
+    for (const dnnjit__engine_t *const *e = dnnjit__engines; *e; e++)
+        n += (*e)->knob_count;
+    return n;
+}
+
+static bool same_choices(const dnnjit__plan_t *a, const dnnjit__plan_choice_t *b, int64_t groups)
+{
+    for (int64_t i = 0; i < groups; i++)
+        if (a->choices[i].engine != b[i].engine || a->choices[i].knob != b[i].knob)
+            return false;
+    return true;
+}
+
+/* Appends the plans of one mode: plan i takes each group's i-th candidate (or its last). */
+static dnnjit_status_t add_mode_plans(dnnjit_graph_t g, dnnjit_heur_mode_t mode, const char *arch, candidate_t *cands,
+                                      int64_t *counts, int64_t stride)
+{
+    dnnjit__jit_state_t *s = g->jit;
+    int64_t groups = s->partition.group_count, depth = 0;
+    for (int64_t i = 0; i < groups; i++) {
+        char why[256] = "no engine of this mode handles it";
+        counts[i] = rank_group(g, &s->partition.groups[i], mode, arch, cands + i * stride, why, sizeof why);
+        if (!counts[i])
+            return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "heuristic mode %s: no engine supports the group of %s \"%s\" (%s)",
+                                mode == DNNJIT_HEUR_MODE_A ? "A" : mode == DNNJIT_HEUR_MODE_B ? "B" : "FALLBACK",
+                                dnnjit__op_label(g->nodes[s->partition.groups[i].first_node].op),
+                                g->nodes[s->partition.groups[i].first_node].name, why);
+        depth = counts[i] > depth ? counts[i] : depth;
+    }
+    for (int64_t p = 0; p < depth; p++) {
+        dnnjit__plan_choice_t *choices = malloc(sizeof *choices * (size_t)groups);
+        if (!choices)
+            return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "create_execution_plans: out of memory");
+        for (int64_t i = 0; i < groups; i++)
+            choices[i] = cands[i * stride + (p < counts[i] ? p : counts[i] - 1)].choice;
+        bool dup = false;
+        for (int64_t q = 0; q < s->plan_count && !dup; q++)
+            dup = same_choices(&s->plans[q], choices, groups);
+        dnnjit__plan_t *grown = dup ? NULL : realloc(s->plans, sizeof *s->plans * (size_t)(s->plan_count + 1));
+        if (dup || !grown) {
+            free(choices);
+            if (dup)
+                continue;
+            return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "create_execution_plans: out of memory");
+        }
+        s->plans = grown;
+        s->plans[s->plan_count++] = (dnnjit__plan_t){.choices = choices};
+    }
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_create_execution_plans(dnnjit_graph_t g, const dnnjit_heur_mode_t *modes, int mode_count)
+{
+    if (!g || (!modes && mode_count > 0) || mode_count < 0)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_create_execution_plans: %s",
+                            !g ? "graph is NULL" : "modes is NULL or mode_count negative");
+    for (int i = 0; i < mode_count; i++)
+        if ((int)modes[i] < DNNJIT_HEUR_MODE_A || modes[i] > DNNJIT_HEUR_MODE_FALLBACK)
+            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "create_execution_plans: unknown heuristic mode %d",
+                                (int)modes[i]);
+    dnnjit_status_t s = dnnjit_graph_build_operation_graph(g);
+    if (s)
+        return s;
+    free_plans(g->jit);
+    char arch[DNNJIT__ARCH_LEN] = "";
+    if (g->handle)
+        dnnjit_handle_get_arch(g->handle, arch, sizeof arch, NULL);
+    int64_t groups = g->jit->partition.group_count, stride = total_knobs();
+    candidate_t *cands = malloc(sizeof *cands * (size_t)(groups * stride));
+    int64_t *counts = malloc(sizeof *counts * (size_t)groups);
+    if (!cands || !counts)
+        s = dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "create_execution_plans: out of memory");
+    for (int i = 0; i < (mode_count ? mode_count : 1) && !s; i++)
+        s = add_mode_plans(g, mode_count ? modes[i] : DNNJIT_HEUR_MODE_A, arch, cands, counts, stride);
+    free(cands);
+    free(counts);
+    if (s)
+        free_plans(g->jit);
+    return s;
+}
+
+dnnjit_status_t dnnjit_graph_check_support(dnnjit_graph_t g)
+{
+    if (!g)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_check_support: graph is NULL");
+    if (!g->jit || !g->jit->plan_count)
+        return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED,
+                            "check_support: graph \"%s\" has no execution plans (call create_execution_plans first)",
+                            g->name);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+/* ---- names, notes, source ---------------------------------------------------------- */
+
+static dnnjit_status_t plan_at(dnnjit_graph_t g, int64_t index, const char *fn, dnnjit__plan_t **plan)
+{
+    if (!g)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "%s: graph is NULL", fn);
+    int64_t count = g->jit ? g->jit->plan_count : 0;
+    if (index < 0 || index >= count)
+        return dnnjit__fail(g, count ? DNNJIT_STATUS_BAD_PARAM : DNNJIT_STATUS_BAD_STATE,
+                            "%s: plan index %lld is outside 0..%lld", fn, (long long)index, (long long)count - 1);
+    *plan = &g->jit->plans[index];
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_get_plan_count(dnnjit_graph_t g, int64_t *count)
+{
+    if (!g || !count)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_get_plan_count: %s is NULL", g ? "count" : "graph");
+    *count = g->jit ? g->jit->plan_count : 0;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_get_plan_name(dnnjit_graph_t g, int64_t index, char **name)
+{
+    dnnjit__plan_t *plan = NULL;
+    dnnjit_status_t s = plan_at(g, index, "dnnjit_graph_get_plan_name", &plan);
+    if (s)
+        return s;
+    if (!name)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_get_plan_name: name is NULL");
+    dnnjit__strbuf_t sb = {0};
+    for (int64_t i = 0; i < g->jit->partition.group_count; i++) {
+        char knob[64];
+        plan->choices[i].engine->knob_name(plan->choices[i].knob, knob, sizeof knob);
+        dnnjit__sb_printf(&sb, "%s%s%s%s", i ? "+" : "", plan->choices[i].engine->name, *knob ? "_" : "", knob);
+    }
+    *name = dnnjit__sb_take(&sb);
+    return *name ? DNNJIT_STATUS_SUCCESS : dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "get_plan_name: out of memory");
+}
+
+dnnjit_status_t dnnjit_graph_get_plan_behavior_notes(dnnjit_graph_t g, int64_t index, uint32_t *notes)
+{
+    dnnjit__plan_t *plan = NULL;
+    dnnjit_status_t s = plan_at(g, index, "dnnjit_graph_get_plan_behavior_notes", &plan);
+    if (s)
+        return s;
+    if (!notes)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_get_plan_behavior_notes: notes is NULL");
+    *notes = DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_get_chosen_plan(dnnjit_graph_t g, int64_t *index)
+{
+    if (!g || !index)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_get_chosen_plan: %s is NULL", g ? "index" : "graph");
+    *index = g->jit ? g->jit->chosen : -1;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t g, int64_t *size)
+{
+    if (!g || !size)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_get_workspace_size: %s is NULL", g ? "size" : "graph");
+    if (!g->jit)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
+                            "get_workspace_size: graph \"%s\" is not built (call build_operation_graph first)", g->name);
+    *size = g->jit->partition.workspace_size;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+/* Generates the kernels of a plan that has none yet. */
+static dnnjit_status_t generate(dnnjit_graph_t g, dnnjit__plan_t *plan)
+{
+    if (plan->kernels)
+        return DNNJIT_STATUS_SUCCESS;
+    int64_t groups = g->jit->partition.group_count;
+    plan->kernels = calloc((size_t)groups, sizeof *plan->kernels);
+    if (!plan->kernels)
+        return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "generate: out of memory");
+    for (int64_t i = 0; i < groups; i++) {
+        const dnnjit__plan_choice_t *c = &plan->choices[i];
+        dnnjit_status_t s = c->engine->generate(g, &g->jit->partition, &g->jit->partition.groups[i], c->knob,
+                                                &plan->kernels[i].kernel);
+        if (s) {
+            free_plan(plan, groups);
+            *plan = (dnnjit__plan_t){.choices = plan->choices};
+            return s;
+        }
+    }
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t g, int64_t index, char **source)
+{
+    dnnjit__plan_t *plan = NULL;
+    dnnjit_status_t s = plan_at(g, index, "dnnjit_graph_get_plan_source", &plan);
+    if (s)
+        return s;
+    if (!source)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_get_plan_source: source is NULL");
+    if ((s = generate(g, plan)))
+        return s;
+    dnnjit__strbuf_t sb = {0};
+    for (int64_t i = 0; i < g->jit->partition.group_count; i++) {
+        const dnnjit__kernel_t *k = &plan->kernels[i].kernel;
+        dnnjit__sb_printf(&sb, "// ==== kernel %lld of %lld: %s, grid (%u, %u, %u), block (%u, %u, %u) ====\n",
+                          (long long)i + 1, (long long)g->jit->partition.group_count, k->entry, k->grid[0], k->grid[1],
+                          k->grid[2], k->block[0], k->block[1], k->block[2]);
+        dnnjit__sb_append(&sb, k->source);
+    }
+    *source = dnnjit__sb_take(&sb);
+    return *source ? DNNJIT_STATUS_SUCCESS : dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "get_plan_source: out of memory");
+}
+
+/* ---- building ------------------------------------------------------------------------ */
+
+static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const char *arch, bool has_device)
+{
+    if (plan->built)
+        return DNNJIT_STATUS_SUCCESS;
+    dnnjit_status_t s = generate(g, plan);
+    for (int64_t i = 0; i < g->jit->partition.group_count && !s; i++) {
+        dnnjit__built_kernel_t *b = &plan->kernels[i];
+        dnnjit__jit_key_t key;
+        s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, NULL, &b->cubin, &b->cubin_size, &key);
+        if (s || !has_device)
+            continue;
+        /* Loaded modules are shared through the cache entry, so that graphs with the same
+         * kernel load it once and it lives as long as the cache does. */
+        b->function = dnnjit__jit_cache_object(key);
+        if (!b->function) {
+            dnnjit__cu_module_t module;
+            dnnjit__cu_function_t fn;
+            s = dnnjit__driver_load_kernel(b->cubin, b->kernel.entry, &module, &fn);
+            if (!s) {
+                void *existing = NULL;
+                s = dnnjit__jit_cache_attach(key, fn, NULL, &existing);
+                b->function = existing ? existing : (void *)fn;
+            }
+        }
+    }
+    plan->built = !s;
+    return s;
+}
+
+static dnnjit_status_t build_target(dnnjit_graph_t g, char *arch, bool *has_device)
+{
+    if (!g->jit || !g->jit->plan_count)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
+                            "build_plans: graph \"%s\" has no execution plans (call create_execution_plans first)", g->name);
+    if (!g->handle)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
+                            "build_plans: graph \"%s\" has no handle; create it with a handle from dnnjit_handle_create "
+                            "or dnnjit_handle_create_for_arch", g->name);
+    dnnjit_handle_get_arch(g->handle, arch, DNNJIT__ARCH_LEN, has_device);
+    if (!*arch)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
+                            "build_plans: the handle has no GPU and names no architecture (use "
+                            "dnnjit_handle_create_for_arch, e.g. \"sm_90a\")");
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t g, dnnjit_build_plan_policy_t policy)
+{
+    if (!g)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_build_plans: graph is NULL");
+    if (policy != DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE && policy != DNNJIT_BUILD_PLAN_ALL)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "build_plans: unknown policy %d", (int)policy);
+    char arch[DNNJIT__ARCH_LEN];
+    bool has_device;
+    dnnjit_status_t s = build_target(g, arch, &has_device);
+    if (s)
+        return s;
+    dnnjit_status_t first_error = DNNJIT_STATUS_SUCCESS;
+    char message[DNNJIT__MSG_LEN] = "";
+    for (int64_t i = 0; i < g->jit->plan_count; i++) {
+        s = build_plan(g, &g->jit->plans[i], arch, has_device);
+        if (s && !first_error) {
+            first_error = s;
+            snprintf(message, sizeof message, "%s", dnnjit_last_error());
+        }
+        if (!s && g->jit->chosen < 0)
+            g->jit->chosen = i;
+        if (g->jit->chosen >= 0 && policy == DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE)
+            break;
+    }
+    if (g->jit->chosen < 0)
+        return dnnjit__fail(g, first_error, "build_plans: no plan of graph \"%s\" could be built; the first failure: %s",
+                            g->name, message);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_build_plan_at_index(dnnjit_graph_t g, int64_t index)
+{
+    dnnjit__plan_t *plan = NULL;
+    dnnjit_status_t s = plan_at(g, index, "dnnjit_graph_build_plan_at_index", &plan);
+    char arch[DNNJIT__ARCH_LEN];
+    bool has_device;
+    if (!s)
+        s = build_target(g, arch, &has_device);
+    if (!s)
+        s = build_plan(g, plan, arch, has_device);
+    if (!s)
+        g->jit->chosen = index;
+    return s;
+}
+
+dnnjit_status_t dnnjit_graph_build(dnnjit_graph_t g, const dnnjit_heur_mode_t *modes, int mode_count)
+{
+    dnnjit_status_t s = dnnjit_graph_create_execution_plans(g, modes, mode_count);
+    if (!s)
+        s = dnnjit_graph_check_support(g);
+    if (!s)
+        s = dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE);
+    return s;
+}

@@ -1,0 +1,39 @@
+/* Plans: one (engine, knob) choice per group of the partition, ranked by the heuristics,
+ * and what building one produces (kernels, CUBINs, loaded functions). */
+#ifndef DNNJIT_ENGINE_PLAN_H
+#define DNNJIT_ENGINE_PLAN_H
+
+#include "engine/engine.h"
+
+typedef struct dnnjit__plan_choice {
+    const dnnjit__engine_t *engine;
+    int knob;
+} dnnjit__plan_choice_t;
+
+typedef struct dnnjit__built_kernel {
+    dnnjit__kernel_t kernel; /* source and launch description */
+    void *cubin;
+    size_t cubin_size;
+    void *function; /* dnnjit__cu_function_t, when loaded on a device */
+} dnnjit__built_kernel_t;
+
+typedef struct dnnjit__plan {
+    dnnjit__plan_choice_t *choices; /* one per group */
+    bool built;
+    dnnjit__built_kernel_t *kernels; /* one per group, once built */
+} dnnjit__plan_t;
+
+/* Everything the JIT path adds to a graph. */
+typedef struct dnnjit__jit_state {
+    dnnjit__partition_t partition;
+    int64_t plan_count;
+    dnnjit__plan_t *plans;
+    int64_t chosen; /* -1 before a plan is built */
+} dnnjit__jit_state_t;
+
+void dnnjit__jit_state_free(dnnjit__jit_state_t *state);
+
+/* Every engine, most specialised first (the order mode A ranks them in). */
+extern const dnnjit__engine_t *const dnnjit__engines[];
+
+#endif

@@ -1,0 +1,680 @@
+/* The kernel cache: CUBINs by key, in memory for the process and on disk across
+ * processes. Disk files are only ever created complete (temp file, fsync, rename), so a
+ * reader sees a whole file or none; a file that still fails its checks is deleted and
+ * the kernel rebuilt. Disk trouble never fails a lookup: the cache then works from
+ * memory. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "jit/jit.h"
+#include "graph/graph.h"
+
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- keys ---- */
+
+/* Every field is hashed with its length first, so that moving bytes from one field to
+ * the next changes the key. */
+static void hash_bytes(XXH3_state_t *st, const void *data, size_t len)
+{
+    uint64_t n = len;
+    XXH3_128bits_update(st, &n, sizeof n);
+    XXH3_128bits_update(st, data, len);
+}
+
+static void hash_string(XXH3_state_t *st, const char *s)
+{
+    hash_bytes(st, s ? s : "", s ? strlen(s) : 0);
+}
+
+static void hash_int(XXH3_state_t *st, int64_t v)
+{
+    hash_bytes(st, &v, sizeof v);
+}
+
+dnnjit__jit_key_t dnnjit__jit_key_compute(const dnnjit__jit_key_input_t *in)
+{
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_128bits_reset(&st);
+    hash_string(&st, "dnnjit cubin key 1");
+    hash_int(&st, in->dnnjit_version);
+    hash_int(&st, in->nvrtc_major);
+    hash_int(&st, in->nvrtc_minor);
+    hash_string(&st, in->arch);
+    hash_string(&st, in->name);
+    hash_string(&st, in->source);
+    const dnnjit__compile_options_t *o = in->options;
+    hash_int(&st, o ? o->cuda_headers : 0);
+    hash_int(&st, o ? o->extra_count : 0);
+    for (int i = 0; o && i < o->extra_count; i++)
+        hash_string(&st, o->extra[i]);
+    XXH128_hash_t h = XXH3_128bits_digest(&st);
+    return (dnnjit__jit_key_t){.low = h.low64, .high = h.high64};
+}
+
+void dnnjit__jit_key_hex(dnnjit__jit_key_t key, char hex[DNNJIT__KEY_HEX_LEN])
+{
+    snprintf(hex, DNNJIT__KEY_HEX_LEN, "%016llx%016llx", (unsigned long long)key.high, (unsigned long long)key.low);
+}
+
+dnnjit_status_t dnnjit__jit_key(const char *source, const char *name, const char *arch,
+                                const dnnjit__compile_options_t *options, dnnjit__jit_key_t *key)
+{
+    dnnjit__jit_key_input_t in = {
+        .source = source, .name = name, .arch = arch, .options = options, .dnnjit_version = DNNJIT_VERSION};
+    dnnjit_status_t s = dnnjit__nvrtc_version(&in.nvrtc_major, &in.nvrtc_minor);
+    if (s == DNNJIT_STATUS_SUCCESS)
+        *key = dnnjit__jit_key_compute(&in);
+    return s;
+}
+
+static bool key_equal(dnnjit__jit_key_t a, dnnjit__jit_key_t b)
+{
+    return a.low == b.low && a.high == b.high;
+}
+
+/* ---- counters ---- */
+
+static struct {
+    atomic_uint_fast64_t memory_hits, disk_hits, misses, compiles, bad_files, disk_writes, disk_write_failures;
+} counters;
+
+#define COUNT(name) atomic_fetch_add(&counters.name, 1)
+
+/* ---- memory ---- */
+
+typedef struct entry {
+    dnnjit__jit_key_t key;
+    void *cubin;
+    size_t size;
+    void *object;
+    dnnjit__jit_object_destroy_t destroy;
+    struct entry *next;
+} entry_t;
+
+/* A chained hash table under one lock; lookups are short next to a compile or a launch. */
+static struct {
+    pthread_mutex_t lock;
+    entry_t **buckets;
+    size_t bucket_count; /* a power of two, or 0 before the first insert */
+    size_t count;
+    size_t bytes;
+} mem = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static entry_t **bucket_of(dnnjit__jit_key_t key)
+{
+    return &mem.buckets[key.low & (mem.bucket_count - 1)];
+}
+
+/* Caller holds the lock. */
+static entry_t *find_locked(dnnjit__jit_key_t key)
+{
+    if (!mem.bucket_count)
+        return NULL;
+    for (entry_t *e = *bucket_of(key); e; e = e->next)
+        if (key_equal(e->key, key))
+            return e;
+    return NULL;
+}
+
+/* Doubles the table when it holds more entries than buckets; on OOM keeps the old one,
+ * which still works, only with longer chains. Caller holds the lock. */
+static void grow_locked(void)
+{
+    if (mem.count < mem.bucket_count)
+        return;
+    size_t n = mem.bucket_count ? mem.bucket_count * 2 : 64;
+    entry_t **b = calloc(n, sizeof *b);
+    if (!b)
+        return;
+    for (size_t i = 0; i < mem.bucket_count; i++) {
+        for (entry_t *e = mem.buckets[i], *next; e; e = next) {
+            next = e->next;
+            e->next = b[e->key.low & (n - 1)];
+            b[e->key.low & (n - 1)] = e;
+        }
+    }
+    free(mem.buckets);
+    mem.buckets = b;
+    mem.bucket_count = n;
+}
+
+static void *copy_bytes(const void *p, size_t n)
+{
+    void *c = malloc(n);
+    if (c)
+        memcpy(c, p, n);
+    return c;
+}
+
+/* A copy of the entry's CUBIN, or NULL when absent (or out of memory, which the caller
+ * then treats as a miss). */
+static void *memory_lookup(dnnjit__jit_key_t key, size_t *size)
+{
+    pthread_mutex_lock(&mem.lock);
+    entry_t *e = find_locked(key);
+    void *copy = e ? copy_bytes(e->cubin, e->size) : NULL;
+    if (copy)
+        *size = e->size;
+    pthread_mutex_unlock(&mem.lock);
+    return copy;
+}
+
+/* Adds an entry holding a copy of the CUBIN. Another thread may have added the same key
+ * meanwhile; its entry is as good as ours. Out of memory only means no caching. */
+static void memory_insert(dnnjit__jit_key_t key, const void *cubin, size_t size)
+{
+    entry_t *e = calloc(1, sizeof *e);
+    void *copy = copy_bytes(cubin, size);
+    pthread_mutex_lock(&mem.lock);
+    grow_locked();
+    if (e && copy && mem.bucket_count && !find_locked(key)) {
+        *e = (entry_t){.key = key, .cubin = copy, .size = size, .next = *bucket_of(key)};
+        *bucket_of(key) = e;
+        mem.count++;
+        mem.bytes += size;
+        e = NULL;
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&mem.lock);
+    free(e);
+    free(copy);
+}
+
+dnnjit_status_t dnnjit__jit_cache_attach(dnnjit__jit_key_t key, void *object, dnnjit__jit_object_destroy_t destroy,
+                                         void **existing)
+{
+    dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
+    if (existing)
+        *existing = NULL;
+    pthread_mutex_lock(&mem.lock);
+    entry_t *e = find_locked(key);
+    if (!e) {
+        s = DNNJIT_STATUS_NOT_FOUND;
+    } else if (e->object) {
+        if (existing)
+            *existing = e->object;
+    } else {
+        e->object = object;
+        e->destroy = destroy;
+    }
+    pthread_mutex_unlock(&mem.lock);
+    if (s != DNNJIT_STATUS_SUCCESS) {
+        char hex[DNNJIT__KEY_HEX_LEN];
+        dnnjit__jit_key_hex(key, hex);
+        return dnnjit__fail(NULL, s, "kernel cache: no entry for key %s to attach an object to", hex);
+    }
+    return s;
+}
+
+void *dnnjit__jit_cache_object(dnnjit__jit_key_t key)
+{
+    pthread_mutex_lock(&mem.lock);
+    entry_t *e = find_locked(key);
+    void *object = e ? e->object : NULL;
+    pthread_mutex_unlock(&mem.lock);
+    return object;
+}
+
+void dnnjit__jit_cache_clear_memory(void)
+{
+    pthread_mutex_lock(&mem.lock);
+    entry_t **buckets = mem.buckets;
+    size_t n = mem.bucket_count;
+    mem.buckets = NULL;
+    mem.bucket_count = mem.count = mem.bytes = 0;
+    pthread_mutex_unlock(&mem.lock);
+    /* The destructors run outside the lock: they may call into the driver, which may take
+     * its own locks. */
+    for (size_t i = 0; i < n; i++) {
+        for (entry_t *e = buckets[i], *next; e; e = next) {
+            next = e->next;
+            if (e->object && e->destroy)
+                e->destroy(e->object);
+            free(e->cubin);
+            free(e);
+        }
+    }
+    free(buckets);
+}
+
+void dnnjit__jit_cache_stats(dnnjit__jit_cache_stats_t *st)
+{
+    *st = (dnnjit__jit_cache_stats_t){
+        .memory_hits = atomic_load(&counters.memory_hits),
+        .disk_hits = atomic_load(&counters.disk_hits),
+        .misses = atomic_load(&counters.misses),
+        .compiles = atomic_load(&counters.compiles),
+        .bad_files = atomic_load(&counters.bad_files),
+        .disk_writes = atomic_load(&counters.disk_writes),
+        .disk_write_failures = atomic_load(&counters.disk_write_failures),
+    };
+    pthread_mutex_lock(&mem.lock);
+    st->memory_entries = mem.count;
+    st->memory_bytes = mem.bytes;
+    pthread_mutex_unlock(&mem.lock);
+}
+
+void dnnjit__jit_cache_reset_stats(void)
+{
+    atomic_store(&counters.memory_hits, 0);
+    atomic_store(&counters.disk_hits, 0);
+    atomic_store(&counters.misses, 0);
+    atomic_store(&counters.compiles, 0);
+    atomic_store(&counters.bad_files, 0);
+    atomic_store(&counters.disk_writes, 0);
+    atomic_store(&counters.disk_write_failures, 0);
+}
+
+/* ---- disk ---- */
+
+/* The file layout, all integers little-endian:
+ *   0  magic "DNNJITCB"         8 bytes
+ *   8  format version           u32
+ *  12  dnnjit version           u32
+ *  16  payload length           u64
+ *  24  XXH64 of the payload     u64 (seed 0)
+ *  32  key low, key high        2 x u64
+ *  48  payload (the CUBIN) */
+#define FILE_MAGIC "DNNJITCB"
+#define FILE_FORMAT 1u
+#define HEADER_SIZE 48
+/* Far above any kernel; a length beyond it is damage, not a CUBIN. */
+#define MAX_PAYLOAD ((uint64_t)1 << 30)
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static void encode_header(unsigned char h[HEADER_SIZE], dnnjit__jit_key_t key, const void *payload, size_t size)
+{
+    memcpy(h, FILE_MAGIC, 8);
+    put_u32(h + 8, FILE_FORMAT);
+    put_u32(h + 12, DNNJIT_VERSION);
+    put_u64(h + 16, size);
+    put_u64(h + 24, XXH64(payload, size, 0));
+    put_u64(h + 32, key.low);
+    put_u64(h + 40, key.high);
+}
+
+/* Warns once per process that the disk cache is unusable; lookups go on from memory. */
+static void disk_trouble(const char *what, const char *path, int err)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (dnnjit__log_enabled() && !atomic_flag_test_and_set(&warned))
+        dnnjit__log("kernel cache: cannot %s %s (%s); caching in memory only", what, path, strerror(err));
+}
+
+/* Writes the cache folder's name; false with *why set when there is none. */
+static bool cache_root(char *dir, size_t size, const char **why)
+{
+    const char *off = getenv("DNNJIT_CACHE");
+    const char *explicit = getenv("DNNJIT_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int n;
+    if (off && strcmp(off, "0") == 0) {
+        *why = "the disk cache is off (DNNJIT_CACHE=0)";
+        return false;
+    }
+    if (explicit && *explicit)
+        n = snprintf(dir, size, "%s", explicit);
+    else if (xdg && xdg[0] == '/') /* the XDG spec ignores relative values */
+        n = snprintf(dir, size, "%s/dnnjit", xdg);
+    else if (home && *home)
+        n = snprintf(dir, size, "%s/.cache/dnnjit", home);
+    else {
+        *why = "no disk cache folder: none of DNNJIT_CACHE_DIR, XDG_CACHE_HOME and HOME is set";
+        return false;
+    }
+    if (n < 0 || (size_t)n >= size) {
+        *why = "the disk cache folder's name is too long";
+        return false;
+    }
+    return true;
+}
+
+dnnjit_status_t dnnjit__jit_cache_dir(char *dir, size_t size)
+{
+    const char *why = NULL;
+    if (!dir || !cache_root(dir, size, &why))
+        return dnnjit__fail(NULL, dir ? DNNJIT_STATUS_NOT_FOUND : DNNJIT_STATUS_BAD_PARAM, "kernel cache: %s",
+                            dir ? why : "dir is NULL");
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+/* The cache folder for `arch` and the file of `key` in it. False when disk caching is off
+ * or the names do not fit. */
+static bool disk_paths(const char *arch, dnnjit__jit_key_t key, char folder[PATH_MAX], char file[PATH_MAX])
+{
+    char root[PATH_MAX], hex[DNNJIT__KEY_HEX_LEN];
+    const char *why;
+    if (!cache_root(root, sizeof root, &why))
+        return false;
+    dnnjit__jit_key_hex(key, hex);
+    int a = snprintf(folder, PATH_MAX, "%s/%s", root, arch);
+    int b = snprintf(file, PATH_MAX, "%s/%s.cubin", folder, hex);
+    return a > 0 && a < PATH_MAX && b > 0 && b < PATH_MAX;
+}
+
+/* mkdir -p; errno is left set on failure. */
+static bool make_folders(const char *path)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char saved = *c;
+        *c = '\0';
+        struct stat st;
+        if (mkdir(p, 0755) != 0 && !(errno == EEXIST && stat(p, &st) == 0 && S_ISDIR(st.st_mode))) {
+            if (errno == EEXIST)
+                errno = ENOTDIR;
+            return false;
+        }
+        if (!saved)
+            return true;
+        *c = saved;
+    }
+}
+
+static bool read_all(int fd, void *buf, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = read(fd, (char *)buf + done, n - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        done += (size_t)r;
+    }
+    return true;
+}
+
+static bool write_all(int fd, const void *buf, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = write(fd, (const char *)buf + done, n - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        done += (size_t)r;
+    }
+    return true;
+}
+
+/* Checks an open cache file; returns the payload (malloc'd) or NULL with *why set. */
+static void *read_checked(int fd, dnnjit__jit_key_t key, size_t *size, const char **why)
+{
+    struct stat st;
+    unsigned char h[HEADER_SIZE];
+    if (fstat(fd, &st) != 0 || st.st_size < HEADER_SIZE || !read_all(fd, h, sizeof h)) {
+        *why = "shorter than its header";
+        return NULL;
+    }
+    uint64_t len = get_u64(h + 16);
+    if (memcmp(h, FILE_MAGIC, 8) != 0) {
+        *why = "wrong magic";
+    } else if (get_u32(h + 8) != FILE_FORMAT || get_u32(h + 12) != DNNJIT_VERSION) {
+        *why = "written by another format or dnnjit version";
+    } else if (!key_equal((dnnjit__jit_key_t){get_u64(h + 32), get_u64(h + 40)}, key)) {
+        *why = "holds another key";
+    } else if (len == 0 || len > MAX_PAYLOAD || (uint64_t)st.st_size != HEADER_SIZE + len) {
+        *why = "length does not match the file (truncated or extended)";
+    } else {
+        void *payload = malloc(len);
+        if (payload && read_all(fd, payload, len) && XXH64(payload, len, 0) == get_u64(h + 24)) {
+            *size = len;
+            return payload;
+        }
+        *why = payload ? "checksum mismatch" : NULL; /* NULL: out of memory, the file may be fine */
+        free(payload);
+    }
+    return NULL;
+}
+
+/* The CUBIN stored for `key`, or NULL (missing, unreadable or bad; a bad file is
+ * deleted). */
+static void *disk_lookup(const char *file, dnnjit__jit_key_t key, size_t *size)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    const char *why = NULL;
+    void *payload = read_checked(fd, key, size, &why);
+    if (!payload && why) {
+        /* Delete the file only if it is still the one read: a writer may have renamed a
+         * good file over it since. */
+        struct stat mine, now;
+        if (fstat(fd, &mine) == 0 && stat(file, &now) == 0 && mine.st_ino == now.st_ino && mine.st_dev == now.st_dev)
+            unlink(file);
+        COUNT(bad_files);
+        dnnjit__log("kernel cache: discarded %s: %s", file, why);
+    }
+    close(fd);
+    return payload;
+}
+
+/* Writes the CUBIN under a unique temporary name in the same folder, then renames it
+ * into place, so that concurrent writers of one key all succeed and the last rename
+ * wins with identical content. */
+static void disk_store(const char *folder, const char *file, dnnjit__jit_key_t key, const void *cubin, size_t size)
+{
+    char tmp[PATH_MAX];
+    if (!make_folders(folder)) {
+        COUNT(disk_write_failures);
+        disk_trouble("create", folder, errno);
+        return;
+    }
+    int n = snprintf(tmp, sizeof tmp, "%.*s.tmp.XXXXXX", (int)(strlen(file) - strlen(".cubin")), file);
+    int fd = n > 0 && n < (int)sizeof tmp ? mkstemp(tmp) : (errno = ENAMETOOLONG, -1);
+    if (fd < 0) {
+        COUNT(disk_write_failures);
+        disk_trouble("write in", folder, errno);
+        return;
+    }
+    unsigned char h[HEADER_SIZE];
+    encode_header(h, key, cubin, size);
+    /* mkstemp makes the file private; a cache folder shared by several users needs it
+     * readable, as ordinary files are. */
+    bool ok = fchmod(fd, 0644) == 0 && write_all(fd, h, sizeof h) && write_all(fd, cubin, size) && fsync(fd) == 0;
+    int err = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && rename(tmp, file) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (ok) {
+        COUNT(disk_writes);
+        return;
+    }
+    unlink(tmp);
+    COUNT(disk_write_failures);
+    disk_trouble("write", file, err);
+}
+
+/* ---- the lookup ---- */
+
+dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, const char *arch,
+                                      const dnnjit__compile_options_t *options, void **cubin, size_t *size,
+                                      dnnjit__jit_key_t *key_out)
+{
+    if (!source || !name || !cubin || !size)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "kernel cache: source, name, cubin and size must be set");
+    *cubin = NULL;
+    *size = 0;
+    dnnjit__jit_key_t key;
+    dnnjit_status_t s = dnnjit__check_arch(arch);
+    if (s == DNNJIT_STATUS_SUCCESS)
+        s = dnnjit__jit_key(source, name, arch, options, &key);
+    if (s != DNNJIT_STATUS_SUCCESS)
+        return s;
+    if (key_out)
+        *key_out = key;
+
+    if ((*cubin = memory_lookup(key, size)) != NULL) {
+        COUNT(memory_hits);
+        return DNNJIT_STATUS_SUCCESS;
+    }
+    char folder[PATH_MAX], file[PATH_MAX];
+    bool disk = disk_paths(arch, key, folder, file);
+    if (disk && (*cubin = disk_lookup(file, key, size)) != NULL) {
+        COUNT(disk_hits);
+        memory_insert(key, *cubin, *size);
+        return DNNJIT_STATUS_SUCCESS;
+    }
+    COUNT(misses);
+    COUNT(compiles);
+    if ((s = dnnjit__nvrtc_compile(source, name, arch, options, cubin, size)) != DNNJIT_STATUS_SUCCESS)
+        return s;
+    if (disk)
+        disk_store(folder, file, key, *cubin, *size);
+    memory_insert(key, *cubin, *size);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+/* ---- listing and clearing ---- */
+
+static bool is_hex(const char *s, size_t n)
+{
+    return strspn(s, "0123456789abcdef") >= n;
+}
+
+/* Names the cache writes: "<32 hex>.cubin" and "<32 hex>.tmp.XXXXXX". */
+static bool is_cubin_name(const char *s)
+{
+    return is_hex(s, 32) && strcmp(s + 32, ".cubin") == 0;
+}
+
+static bool is_temp_name(const char *s)
+{
+    return is_hex(s, 32) && strncmp(s + 32, ".tmp.", 5) == 0 && strlen(s + 37) == 6;
+}
+
+/* Calls `fn` for each cache file (CUBIN or temp) in each architecture folder; afterwards
+ * calls `folder_done` for each such folder when non-NULL. */
+typedef void (*file_fn)(const char *arch, const char *name, const char *path, void *user);
+
+static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), void *user)
+{
+    char root[PATH_MAX];
+    dnnjit_status_t s = dnnjit__jit_cache_dir(root, sizeof root);
+    if (s != DNNJIT_STATUS_SUCCESS)
+        return s;
+    DIR *top = opendir(root);
+    if (!top) {
+        if (errno == ENOENT || errno == ENOTDIR) /* no cache folder, so no files */
+            return DNNJIT_STATUS_SUCCESS;
+        return dnnjit__fail(NULL, DNNJIT_STATUS_IO_ERROR, "kernel cache: cannot read %s: %s", root, strerror(errno));
+    }
+    for (struct dirent *a; (a = readdir(top)) != NULL;) {
+        char folder[PATH_MAX];
+        if (!dnnjit__arch_is_valid(a->d_name) ||
+            snprintf(folder, sizeof folder, "%s/%s", root, a->d_name) >= (int)sizeof folder)
+            continue;
+        DIR *d = opendir(folder);
+        if (!d)
+            continue;
+        for (struct dirent *f; (f = readdir(d)) != NULL;) {
+            char path[PATH_MAX];
+            if ((is_cubin_name(f->d_name) || is_temp_name(f->d_name)) &&
+                snprintf(path, sizeof path, "%s/%s", folder, f->d_name) < (int)sizeof path)
+                fn(a->d_name, f->d_name, path, user);
+        }
+        closedir(d);
+        if (folder_done)
+            folder_done(folder);
+    }
+    closedir(top);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+typedef struct {
+    void (*visit)(const dnnjit__jit_cache_file_t *file, void *user);
+    void *user;
+} list_ctx_t;
+
+static void list_one(const char *arch, const char *name, const char *path, void *user)
+{
+    const list_ctx_t *ctx = user;
+    struct stat st;
+    if (!is_cubin_name(name) || stat(path, &st) != 0)
+        return;
+    dnnjit__jit_cache_file_t f = {.bytes = (uint64_t)st.st_size, .mtime = (int64_t)st.st_mtime};
+    snprintf(f.arch, sizeof f.arch, "%s", arch);
+    snprintf(f.key, sizeof f.key, "%.32s", name);
+    ctx->visit(&f, ctx->user);
+}
+
+dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_file_t *file, void *user), void *user)
+{
+    if (!visit)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "kernel cache list: visit is NULL");
+    list_ctx_t ctx = {visit, user};
+    return walk(list_one, NULL, &ctx);
+}
+
+static void remove_one(const char *arch, const char *name, const char *path, void *user)
+{
+    (void)arch;
+    (void)name;
+    if (unlink(path) == 0)
+        (*(uint64_t *)user)++;
+}
+
+/* Removes an architecture folder the clear emptied; one still holding other files stays. */
+static void remove_folder(const char *path)
+{
+    rmdir(path);
+}
+
+dnnjit_status_t dnnjit__jit_cache_clear_disk(uint64_t *removed)
+{
+    uint64_t count = 0;
+    dnnjit_status_t s = walk(remove_one, remove_folder, &count);
+    if (removed)
+        *removed = count;
+    return s;
+}

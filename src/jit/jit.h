@@ -1,0 +1,276 @@
+/* Internal interface of the JIT foundation: NVRTC (source -> CUBIN), the CUDA driver
+ * (CUBIN -> module -> launch) and the kernel cache between them. Both CUDA libraries are
+ * dlopened on first use, so the library builds and runs without the toolkit or a GPU; an
+ * operation that needs a missing one fails with a message naming what was tried.
+ * Nothing here is public API. */
+#ifndef DNNJIT_JIT_JIT_H
+#define DNNJIT_JIT_JIT_H
+
+#include "dnnjit.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- logging ---- */
+
+/* Whether DNNJIT_LOG is set to something other than "" or "0". */
+bool dnnjit__log_enabled(void);
+/* Writes "dnnjit: <message>\n" to stderr when logging is enabled. */
+void dnnjit__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- NVRTC ---- */
+
+/* Architecture strings are "sm_" followed by digits and an optional 'a' (sm_80, sm_90a,
+ * sm_100a). The longest accepted string fits in this many bytes with its terminator. */
+#define DNNJIT__ARCH_LEN 16
+
+bool dnnjit__arch_is_valid(const char *arch);
+/* The same check, with a BAD_PARAM message when it is malformed. */
+dnnjit_status_t dnnjit__check_arch(const char *arch);
+
+/* How a kernel is compiled, besides its source and architecture. */
+typedef struct dnnjit__compile_options {
+    /* Extra NVRTC options passed through as given ("--use_fast_math", "-DTILE_M=128"). */
+    const char *const *extra;
+    int extra_count;
+    /* Adds the toolkit's include and include/cccl folders (from $CUDA_HOME, $CUDA_PATH or
+     * /usr/local/cuda) so that the source may include <cuda_fp16.h>, <cuda/std/...>. */
+    bool cuda_headers;
+} dnnjit__compile_options_t;
+
+/* Loads NVRTC once per process. Tried in order: $DNNJIT_NVRTC_LIBRARY alone when set;
+ * else libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so through the loader, then the same names
+ * under $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. NOT_SUPPORTED with
+ * every name tried when none loads. */
+dnnjit_status_t dnnjit__nvrtc_load(void);
+
+/* The loaded NVRTC's version. */
+dnnjit_status_t dnnjit__nvrtc_version(int *major, int *minor);
+
+/* Compiles `source` (program `name`, used in NVRTC's messages) to a CUBIN for `arch` with
+ * -std=c++17 and -default-device plus `options` (NULL for none). On success *cubin is a
+ * malloc'd buffer of *size bytes that the caller frees. A compile error gives INTERNAL
+ * (generated code that does not compile is dnnjit's fault), an option or architecture
+ * this NVRTC rejects NOT_SUPPORTED; both carry NVRTC's log, truncated to fit a message. */
+dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, const char *arch,
+                                      const dnnjit__compile_options_t *options, void **cubin, size_t *size);
+
+/* ---- CUDA driver ---- */
+
+/* The few driver types used here, declared with the same layout as cuda.h so that the
+ * library builds without it. */
+typedef int dnnjit__cu_result_t;
+typedef int dnnjit__cu_device_t;
+typedef unsigned long long dnnjit__cu_deviceptr_t;
+typedef struct dnnjit__cu_ctx *dnnjit__cu_context_t;
+typedef struct dnnjit__cu_mod *dnnjit__cu_module_t;
+typedef struct dnnjit__cu_func *dnnjit__cu_function_t;
+typedef struct dnnjit__cu_stream *dnnjit__cu_stream_t;
+typedef struct dnnjit__cu_event *dnnjit__cu_event_t;
+
+/* CUlaunchAttribute: an id, padding to 8 bytes and a 64-byte value union. */
+typedef struct dnnjit__cu_launch_attribute {
+    int id;
+    char pad[4];
+    union {
+        unsigned int cluster_dim[3];
+        char bytes[64];
+    } value;
+} dnnjit__cu_launch_attribute_t;
+
+/* CUlaunchConfig. */
+typedef struct dnnjit__cu_launch_config {
+    unsigned int grid[3];
+    unsigned int block[3];
+    unsigned int shared_bytes;
+    dnnjit__cu_stream_t stream;
+    dnnjit__cu_launch_attribute_t *attrs;
+    unsigned int attr_count;
+} dnnjit__cu_launch_config_t;
+
+/* CUtensorMap: 128 opaque bytes, 128-byte aligned. */
+typedef struct dnnjit__cu_tensor_map {
+    _Alignas(128) uint64_t opaque[16];
+} dnnjit__cu_tensor_map_t;
+
+/* Values from cuda.h that the callers here need. */
+enum {
+    DNNJIT__CU_DEVICE_ATTRIBUTE_CC_MAJOR = 75,
+    DNNJIT__CU_DEVICE_ATTRIBUTE_CC_MINOR = 76,
+    DNNJIT__CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+    DNNJIT__CU_MEMORYTYPE_HOST = 1,
+    DNNJIT__CU_MEMORYTYPE_DEVICE = 2,
+    DNNJIT__CU_MEMORYTYPE_UNIFIED = 4,
+    DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    DNNJIT__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+};
+
+/* The resolved driver entry points (the _v2 ABI where the driver has one). Every member
+ * is set after a successful dnnjit__driver_load except those marked optional, which are
+ * NULL on drivers that lack them. */
+typedef struct dnnjit__cuda_api {
+    dnnjit__cu_result_t (*cuInit)(unsigned int flags);
+    dnnjit__cu_result_t (*cuGetErrorString)(dnnjit__cu_result_t result, const char **text);
+    dnnjit__cu_result_t (*cuGetErrorName)(dnnjit__cu_result_t result, const char **text);
+    dnnjit__cu_result_t (*cuDriverGetVersion)(int *version);
+    dnnjit__cu_result_t (*cuDeviceGetCount)(int *count);
+    dnnjit__cu_result_t (*cuDeviceGet)(dnnjit__cu_device_t *device, int ordinal);
+    dnnjit__cu_result_t (*cuDeviceGetAttribute)(int *value, int attribute, dnnjit__cu_device_t device);
+    dnnjit__cu_result_t (*cuDevicePrimaryCtxRetain)(dnnjit__cu_context_t *ctx, dnnjit__cu_device_t device);
+    dnnjit__cu_result_t (*cuDevicePrimaryCtxRelease)(dnnjit__cu_device_t device);
+    dnnjit__cu_result_t (*cuCtxSetCurrent)(dnnjit__cu_context_t ctx);
+    dnnjit__cu_result_t (*cuCtxGetCurrent)(dnnjit__cu_context_t *ctx);
+    dnnjit__cu_result_t (*cuCtxGetDevice)(dnnjit__cu_device_t *device);
+    dnnjit__cu_result_t (*cuModuleLoadData)(dnnjit__cu_module_t *module, const void *image);
+    dnnjit__cu_result_t (*cuModuleGetFunction)(dnnjit__cu_function_t *fn, dnnjit__cu_module_t module,
+                                               const char *name);
+    dnnjit__cu_result_t (*cuModuleUnload)(dnnjit__cu_module_t module);
+    dnnjit__cu_result_t (*cuFuncSetAttribute)(dnnjit__cu_function_t fn, int attribute, int value);
+    dnnjit__cu_result_t (*cuLaunchKernel)(dnnjit__cu_function_t fn, unsigned int gx, unsigned int gy,
+                                          unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz,
+                                          unsigned int shared_bytes, dnnjit__cu_stream_t stream, void **params,
+                                          void **extra);
+    /* Optional (CUDA 11.8+). */
+    dnnjit__cu_result_t (*cuLaunchKernelEx)(const dnnjit__cu_launch_config_t *config, dnnjit__cu_function_t fn,
+                                            void **params, void **extra);
+    dnnjit__cu_result_t (*cuPointerGetAttribute)(void *data, int attribute, dnnjit__cu_deviceptr_t ptr);
+    dnnjit__cu_result_t (*cuMemAlloc)(dnnjit__cu_deviceptr_t *ptr, size_t bytes);
+    dnnjit__cu_result_t (*cuMemFree)(dnnjit__cu_deviceptr_t ptr);
+    dnnjit__cu_result_t (*cuMemcpyHtoD)(dnnjit__cu_deviceptr_t dst, const void *src, size_t bytes);
+    dnnjit__cu_result_t (*cuMemcpyDtoH)(void *dst, dnnjit__cu_deviceptr_t src, size_t bytes);
+    dnnjit__cu_result_t (*cuStreamSynchronize)(dnnjit__cu_stream_t stream);
+    dnnjit__cu_result_t (*cuEventCreate)(dnnjit__cu_event_t *event, unsigned int flags);
+    dnnjit__cu_result_t (*cuEventDestroy)(dnnjit__cu_event_t event);
+    dnnjit__cu_result_t (*cuEventRecord)(dnnjit__cu_event_t event, dnnjit__cu_stream_t stream);
+    dnnjit__cu_result_t (*cuEventSynchronize)(dnnjit__cu_event_t event);
+    dnnjit__cu_result_t (*cuEventElapsedTime)(float *ms, dnnjit__cu_event_t start, dnnjit__cu_event_t end);
+    /* Optional (CUDA 12.0+). The enumerations are passed as their int values. */
+    dnnjit__cu_result_t (*cuTensorMapEncodeTiled)(dnnjit__cu_tensor_map_t *map, int data_type, uint32_t rank,
+                                                  void *address, const uint64_t *dims, const uint64_t *strides,
+                                                  const uint32_t *box, const uint32_t *element_strides,
+                                                  int interleave, int swizzle, int l2_promotion, int oob_fill);
+} dnnjit__cuda_api_t;
+
+/* Loads libcuda.so.1 ($DNNJIT_CUDA_LIBRARY overrides) through the loader once per process,
+ * resolves the entry points and calls cuInit(0). NOT_SUPPORTED "no CUDA driver found
+ * (tried ...: <dlerror>)" without a driver; the failing call's text otherwise. */
+dnnjit_status_t dnnjit__driver_load(void);
+
+/* The entry points; only valid after dnnjit__driver_load succeeded. */
+const dnnjit__cuda_api_t *dnnjit__cuda(void);
+
+/* Turns a CUresult into a status: SUCCESS for 0, else a failure whose message names
+ * `call` and carries the driver's error name and text. */
+dnnjit_status_t dnnjit__cu_check(dnnjit__cu_result_t result, const char *call);
+
+/* Makes the primary context of device `ordinal` current on this thread (retaining it;
+ * the retain lasts for the process). */
+dnnjit_status_t dnnjit__driver_use_device(int ordinal);
+
+/* The architecture string of the current context's device: "sm_90a" for compute
+ * capability 9.0, "sm_100a" for 10.0 (the arch-specific features the kernels use), else
+ * "sm_<major><minor>". `arch` has DNNJIT__ARCH_LEN bytes. */
+dnnjit_status_t dnnjit__driver_current_arch(char arch[DNNJIT__ARCH_LEN]);
+
+/* The same mapping from a compute capability, for callers that know it already. */
+void dnnjit__arch_for_capability(int major, int minor, char arch[DNNJIT__ARCH_LEN]);
+
+/* Loads a CUBIN into the current context and looks `kernel` up in it. On failure nothing
+ * stays loaded. */
+dnnjit_status_t dnnjit__driver_load_kernel(const void *cubin, const char *kernel, dnnjit__cu_module_t *module,
+                                           dnnjit__cu_function_t *fn);
+
+/* Launches `fn`; a cluster of more than one block per dimension uses cuLaunchKernelEx with
+ * a cluster attribute (cluster NULL: none). */
+dnnjit_status_t dnnjit__driver_launch(dnnjit__cu_function_t fn, const unsigned int grid[3],
+                                      const unsigned int block[3], const unsigned int *cluster,
+                                      unsigned int shared_bytes, dnnjit__cu_stream_t stream, void **params);
+
+/* Whether `ptr` is device (or managed) memory the device can address; `who` names the
+ * pointer in the message (e.g. `tensor "A"`). */
+dnnjit_status_t dnnjit__driver_check_device_pointer(const void *ptr, const char *who);
+
+/* ---- kernel cache ---- */
+
+/* A cache key: XXH3-128 over the source, name, options, architecture, NVRTC version and
+ * dnnjit version. */
+typedef struct dnnjit__jit_key {
+    uint64_t low, high;
+} dnnjit__jit_key_t;
+
+/* Everything a key covers; the versions are explicit so that tests can vary them. */
+typedef struct dnnjit__jit_key_input {
+    const char *source;
+    const char *name;
+    const char *arch;
+    const dnnjit__compile_options_t *options; /* NULL: none */
+    int nvrtc_major, nvrtc_minor;
+    int dnnjit_version;
+} dnnjit__jit_key_input_t;
+
+#define DNNJIT__KEY_HEX_LEN 33 /* 32 hex digits and the terminator */
+
+dnnjit__jit_key_t dnnjit__jit_key_compute(const dnnjit__jit_key_input_t *input);
+/* Lower-case hex of the key, high half first. */
+void dnnjit__jit_key_hex(dnnjit__jit_key_t key, char hex[DNNJIT__KEY_HEX_LEN]);
+
+/* The key a lookup uses: the loaded NVRTC's version and DNNJIT_VERSION. */
+dnnjit_status_t dnnjit__jit_key(const char *source, const char *name, const char *arch,
+                                const dnnjit__compile_options_t *options, dnnjit__jit_key_t *key);
+
+/* The CUBIN for a kernel: from memory, else from the disk cache, else compiled by NVRTC
+ * and stored in both. *cubin is a malloc'd copy of *size bytes that the caller frees. */
+dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, const char *arch,
+                                      const dnnjit__compile_options_t *options, void **cubin, size_t *size,
+                                      dnnjit__jit_key_t *key_out);
+
+/* Each memory entry can carry one object built from its CUBIN (a loaded module or
+ * function). The cache calls `destroy(object)` when the entry goes away. */
+typedef void (*dnnjit__jit_object_destroy_t)(void *object);
+/* Attaches `object` to the entry of `key`, unless one is attached already (then *existing
+ * gets that one and the caller keeps ownership of its own). NOT_FOUND without an entry. */
+dnnjit_status_t dnnjit__jit_cache_attach(dnnjit__jit_key_t key, void *object, dnnjit__jit_object_destroy_t destroy,
+                                         void **existing);
+/* The object attached to `key`'s entry, or NULL. */
+void *dnnjit__jit_cache_object(dnnjit__jit_key_t key);
+
+typedef struct dnnjit__jit_cache_stats {
+    uint64_t memory_hits;
+    uint64_t disk_hits;
+    uint64_t misses;      /* neither in memory nor on disk */
+    uint64_t compiles;    /* NVRTC compilations */
+    uint64_t bad_files;   /* disk files discarded as damaged or stale */
+    uint64_t disk_writes;
+    uint64_t disk_write_failures;
+    uint64_t memory_entries;
+    uint64_t memory_bytes;
+} dnnjit__jit_cache_stats_t;
+
+void dnnjit__jit_cache_stats(dnnjit__jit_cache_stats_t *stats);
+void dnnjit__jit_cache_reset_stats(void);
+
+/* The disk cache folder ($DNNJIT_CACHE_DIR, else $XDG_CACHE_HOME/dnnjit, else
+ * ~/.cache/dnnjit). NOT_FOUND when disk caching is off (DNNJIT_CACHE=0) or no folder can
+ * be named; BAD_PARAM when `size` is too small. */
+dnnjit_status_t dnnjit__jit_cache_dir(char *dir, size_t size);
+
+/* One CUBIN file on disk, as listed. */
+typedef struct dnnjit__jit_cache_file {
+    char arch[DNNJIT__ARCH_LEN];
+    char key[DNNJIT__KEY_HEX_LEN];
+    uint64_t bytes;     /* the file's size, header included */
+    int64_t mtime;      /* seconds since the epoch */
+} dnnjit__jit_cache_file_t;
+
+/* Calls `visit` for each CUBIN file in the disk cache (no particular order). A folder
+ * that does not exist lists nothing. */
+dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_file_t *file, void *user), void *user);
+
+/* Drops every memory entry (destroying attached objects). */
+void dnnjit__jit_cache_clear_memory(void);
+/* Deletes the disk cache's CUBIN files and leftover temporary files (nothing else), and
+ * the architecture folders they leave empty; *removed (may be NULL) counts the files. */
+dnnjit_status_t dnnjit__jit_cache_clear_disk(uint64_t *removed);
+
+#endif

@@ -1,0 +1,288 @@
+/* NVRTC, loaded at run time: source -> CUBIN for one exact architecture. The few NVRTC
+ * types are declared here instead of including nvrtc.h so that the library builds on
+ * machines without the CUDA toolkit. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "jit/jit.h"
+#include "graph/graph.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef int nvrtc_result_t; /* nvrtcResult; 0 is NVRTC_SUCCESS */
+typedef struct nvrtc_program *nvrtc_program_t;
+
+enum {
+    NVRTC_SUCCESS = 0,
+    NVRTC_ERROR_OUT_OF_MEMORY = 1,
+    NVRTC_ERROR_INVALID_OPTION = 5,
+};
+
+typedef struct nvrtc_api {
+    nvrtc_result_t (*version)(int *major, int *minor);
+    nvrtc_result_t (*create_program)(nvrtc_program_t *prog, const char *src, const char *name, int num_headers,
+                                     const char *const *headers, const char *const *include_names);
+    nvrtc_result_t (*compile_program)(nvrtc_program_t prog, int num_options, const char *const *options);
+    nvrtc_result_t (*get_program_log_size)(nvrtc_program_t prog, size_t *size);
+    nvrtc_result_t (*get_program_log)(nvrtc_program_t prog, char *log);
+    nvrtc_result_t (*get_cubin_size)(nvrtc_program_t prog, size_t *size);
+    nvrtc_result_t (*get_cubin)(nvrtc_program_t prog, char *cubin);
+    nvrtc_result_t (*destroy_program)(nvrtc_program_t *prog);
+    const char *(*get_error_string)(nvrtc_result_t result);
+} nvrtc_api_t;
+
+static nvrtc_api_t nvrtc;
+
+/* The outcome of the one load attempt, kept for every later caller. */
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static bool load_ok;
+static char load_error[DNNJIT__MSG_LEN];
+
+/* dlsym into a function pointer of any type: POSIX guarantees the conversion works, and
+ * the memcpy keeps -Wpedantic quiet about object-to-function pointer casts. */
+static bool resolve(void *lib, const char *symbol, void *fn_slot)
+{
+    void *p = dlsym(lib, symbol);
+    memcpy(fn_slot, &p, sizeof p);
+    return p != NULL;
+}
+
+/* Opens one candidate and resolves every entry point; on failure appends the reason to
+ * `why` and leaves nothing open. */
+static bool try_library(const char *path, char *why, size_t why_size)
+{
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(why, why_size, "%s", e ? e : "dlopen failed");
+        return false;
+    }
+    static const struct {
+        const char *symbol;
+        size_t offset;
+    } symbols[] = {
+        {"nvrtcVersion", offsetof(nvrtc_api_t, version)},
+        {"nvrtcCreateProgram", offsetof(nvrtc_api_t, create_program)},
+        {"nvrtcCompileProgram", offsetof(nvrtc_api_t, compile_program)},
+        {"nvrtcGetProgramLogSize", offsetof(nvrtc_api_t, get_program_log_size)},
+        {"nvrtcGetProgramLog", offsetof(nvrtc_api_t, get_program_log)},
+        {"nvrtcGetCUBINSize", offsetof(nvrtc_api_t, get_cubin_size)},
+        {"nvrtcGetCUBIN", offsetof(nvrtc_api_t, get_cubin)},
+        {"nvrtcDestroyProgram", offsetof(nvrtc_api_t, destroy_program)},
+        {"nvrtcGetErrorString", offsetof(nvrtc_api_t, get_error_string)},
+    };
+    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
+        if (!resolve(lib, symbols[i].symbol, (char *)&nvrtc + symbols[i].offset)) {
+            snprintf(why, why_size, "%s lacks %s (NVRTC 11.1 or newer is needed)", path, symbols[i].symbol);
+            memset(&nvrtc, 0, sizeof nvrtc);
+            dlclose(lib);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void load_nvrtc(void)
+{
+    const char *forced = getenv("DNNJIT_NVRTC_LIBRARY");
+    char why[512] = "";
+    if (forced && *forced) {
+        load_ok = try_library(forced, why, sizeof why);
+        if (!load_ok)
+            snprintf(load_error, sizeof load_error, "NVRTC could not be loaded from DNNJIT_NVRTC_LIBRARY=%s: %s",
+                     forced, why);
+        return;
+    }
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+    const char *dirs[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    const int n_names = (int)(sizeof names / sizeof names[0]);
+    char tried[1024] = "";
+    size_t used = 0;
+    /* Round 0 asks the loader (LD_LIBRARY_PATH, ldconfig); rounds 1.. look in a toolkit's
+     * lib64 folder. */
+    for (int round = 0; round <= (int)(sizeof dirs / sizeof dirs[0]); round++) {
+        const char *dir = round ? dirs[round - 1] : NULL;
+        if (round && (!dir || !*dir))
+            continue;
+        for (int i = 0; i < n_names; i++) {
+            char path[512];
+            if (dir)
+                snprintf(path, sizeof path, "%s/lib64/%s", dir, names[i]);
+            else
+                snprintf(path, sizeof path, "%s", names[i]);
+            if (try_library(path, why, sizeof why)) {
+                load_ok = true;
+                return;
+            }
+            if (used < sizeof tried)
+                used += (size_t)snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", path);
+        }
+    }
+    snprintf(load_error, sizeof load_error,
+             "NVRTC not found (tried %s; last error: %s); install the CUDA toolkit's NVRTC or set "
+             "DNNJIT_NVRTC_LIBRARY",
+             tried, why);
+}
+
+dnnjit_status_t dnnjit__nvrtc_load(void)
+{
+    pthread_once(&load_once, load_nvrtc);
+    if (!load_ok)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_NOT_SUPPORTED, "%s", load_error);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit__nvrtc_version(int *major, int *minor)
+{
+    dnnjit_status_t s = dnnjit__nvrtc_load();
+    if (s != DNNJIT_STATUS_SUCCESS)
+        return s;
+    nvrtc_result_t r = nvrtc.version(major, minor);
+    if (r != NVRTC_SUCCESS)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_INTERNAL, "nvrtcVersion failed: %s", nvrtc.get_error_string(r));
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+bool dnnjit__arch_is_valid(const char *arch)
+{
+    if (!arch || strncmp(arch, "sm_", 3) != 0)
+        return false;
+    const char *d = arch + 3;
+    size_t digits = strspn(d, "0123456789");
+    return digits >= 2 && digits <= 3 && d[0] != '0' &&
+           (d[digits] == '\0' || (d[digits] == 'a' && d[digits + 1] == '\0'));
+}
+
+dnnjit_status_t dnnjit__check_arch(const char *arch)
+{
+    if (!arch)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "arch is NULL");
+    if (!dnnjit__arch_is_valid(arch))
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM,
+                            "arch \"%.32s\" is not a GPU architecture: expected \"sm_\", 2 or 3 digits and an "
+                            "optional \"a\" (sm_80, sm_89, sm_90a, sm_100a)",
+                            arch);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+/* The first of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda that has an include folder. */
+static dnnjit_status_t find_toolkit(char *root, size_t size)
+{
+    const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+        char probe[512];
+        if (!roots[i] || !*roots[i])
+            continue;
+        snprintf(probe, sizeof probe, "%s/include/cuda_runtime.h", roots[i]);
+        if (access(probe, R_OK) == 0) {
+            snprintf(root, size, "%s", roots[i]);
+            return DNNJIT_STATUS_SUCCESS;
+        }
+    }
+    return dnnjit__fail(NULL, DNNJIT_STATUS_NOT_SUPPORTED,
+                        "the kernel needs the CUDA headers but no toolkit include folder was found (looked in "
+                        "$CUDA_HOME, $CUDA_PATH and /usr/local/cuda for include/cuda_runtime.h)");
+}
+
+/* The log, cut so that the whole message fits the library's message buffer: the first
+ * errors are the ones that explain the rest. */
+#define LOG_KEEP 1400
+
+static dnnjit_status_t compile_failure(nvrtc_program_t prog, nvrtc_result_t r, const char *name, const char *arch)
+{
+    size_t log_size = 0;
+    char *log = NULL;
+    if (nvrtc.get_program_log_size(prog, &log_size) == NVRTC_SUCCESS && log_size > 1 &&
+        (log = malloc(log_size)) != NULL && nvrtc.get_program_log(prog, log) != NVRTC_SUCCESS) {
+        free(log);
+        log = NULL;
+    }
+    size_t len = log ? strlen(log) : 0;
+    while (len && (log[len - 1] == '\n' || log[len - 1] == ' '))
+        log[--len] = '\0';
+    dnnjit_status_t status = r == NVRTC_ERROR_OUT_OF_MEMORY  ? DNNJIT_STATUS_OUT_OF_MEMORY
+                             : r == NVRTC_ERROR_INVALID_OPTION ? DNNJIT_STATUS_NOT_SUPPORTED
+                                                               : DNNJIT_STATUS_INTERNAL;
+    dnnjit__fail(NULL, status, "NVRTC could not compile \"%s\" for %s: %s%s%.*s%s", name, arch,
+                 nvrtc.get_error_string(r), len ? "\n" : "", (int)(len > LOG_KEEP ? LOG_KEEP : len),
+                 log ? log : "", len > LOG_KEEP ? "\n... (log truncated)" : "");
+    free(log);
+    return status;
+}
+
+dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, const char *arch,
+                                      const dnnjit__compile_options_t *options, void **cubin, size_t *size)
+{
+    if (!source || !name || !cubin || !size)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "nvrtc compile: source, name, cubin and size must be set");
+    *cubin = NULL;
+    *size = 0;
+    dnnjit__compile_options_t none = {0};
+    if (!options)
+        options = &none;
+    if (options->extra_count < 0 || (options->extra_count > 0 && !options->extra))
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "nvrtc compile of \"%s\": %d extra options but no array",
+                            name, options->extra_count);
+    dnnjit_status_t s = dnnjit__check_arch(arch);
+    if (s == DNNJIT_STATUS_SUCCESS)
+        s = dnnjit__nvrtc_load();
+    if (s != DNNJIT_STATUS_SUCCESS)
+        return s;
+
+    char arch_opt[64], inc_opt[560], cccl_opt[560];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
+    /* Three fixed options, two include folders at most, then the caller's. */
+    const char **opts = malloc(sizeof *opts * (size_t)(5 + options->extra_count));
+    if (!opts)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "nvrtc compile of \"%s\": out of memory", name);
+    int n = 0;
+    opts[n++] = arch_opt;
+    opts[n++] = "-std=c++17";
+    opts[n++] = "-default-device";
+    if (options->cuda_headers) {
+        char root[512];
+        if ((s = find_toolkit(root, sizeof root)) != DNNJIT_STATUS_SUCCESS) {
+            free(opts);
+            return s;
+        }
+        snprintf(inc_opt, sizeof inc_opt, "--include-path=%s/include", root);
+        snprintf(cccl_opt, sizeof cccl_opt, "--include-path=%s/include/cccl", root);
+        opts[n++] = inc_opt;
+        opts[n++] = cccl_opt;
+    }
+    for (int i = 0; i < options->extra_count; i++)
+        opts[n++] = options->extra[i];
+
+    nvrtc_program_t prog = NULL;
+    nvrtc_result_t r = nvrtc.create_program(&prog, source, name, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        free(opts);
+        return dnnjit__fail(NULL, r == NVRTC_ERROR_OUT_OF_MEMORY ? DNNJIT_STATUS_OUT_OF_MEMORY : DNNJIT_STATUS_INTERNAL,
+                            "nvrtcCreateProgram for \"%s\" failed: %s", name, nvrtc.get_error_string(r));
+    }
+    r = nvrtc.compile_program(prog, n, opts);
+    free(opts);
+    if (r != NVRTC_SUCCESS) {
+        s = compile_failure(prog, r, name, arch);
+    } else if ((r = nvrtc.get_cubin_size(prog, size)) != NVRTC_SUCCESS || *size == 0) {
+        s = dnnjit__fail(NULL, DNNJIT_STATUS_INTERNAL, "nvrtcGetCUBINSize for \"%s\" failed: %s", name,
+                         r ? nvrtc.get_error_string(r) : "empty CUBIN");
+    } else if (!(*cubin = malloc(*size))) {
+        s = dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "nvrtc compile of \"%s\": no memory for a %zu-byte CUBIN",
+                         name, *size);
+    } else if ((r = nvrtc.get_cubin(prog, *cubin)) != NVRTC_SUCCESS) {
+        s = dnnjit__fail(NULL, DNNJIT_STATUS_INTERNAL, "nvrtcGetCUBIN for \"%s\" failed: %s", name,
+                         nvrtc.get_error_string(r));
+    }
+    nvrtc.destroy_program(&prog);
+    if (s != DNNJIT_STATUS_SUCCESS) {
+        free(*cubin);
+        *cubin = NULL;
+        *size = 0;
+    }
+    return s;
+}

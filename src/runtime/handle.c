@@ -1,0 +1,70 @@
+/* Handles: the architecture kernels are compiled for and whether a GPU can run them. A
+ * handle is made without a GPU as readily as with one; what is missing is only reported
+ * when something needs it. */
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+dnnjit_status_t dnnjit_handle_create(dnnjit_handle_t *out)
+{
+    if (!out)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_handle_create: out is NULL");
+    dnnjit_handle_t h = calloc(1, sizeof *h);
+    if (!(*out = h))
+        return dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "dnnjit_handle_create: out of memory");
+    /* Probing the driver must not leave this thread's last error behind on success. */
+    char saved[DNNJIT__MSG_LEN];
+    snprintf(saved, sizeof saved, "%s", dnnjit_last_error());
+    dnnjit_status_t s = dnnjit__driver_load();
+    if (!s)
+        s = dnnjit__driver_use_device(0);
+    if (!s)
+        s = dnnjit__driver_current_arch(h->arch);
+    h->has_device = !s;
+    if (s) {
+        snprintf(h->no_device_reason, sizeof h->no_device_reason, "%s", dnnjit_last_error());
+        h->arch[0] = '\0';
+    }
+    dnnjit__set_thread_error(saved);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_handle_create_for_arch(const char *arch, dnnjit_handle_t *out)
+{
+    if (!out)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_handle_create_for_arch: out is NULL");
+    *out = NULL;
+    if (!arch)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_handle_create_for_arch: arch is NULL");
+    dnnjit_status_t s = dnnjit__check_arch(arch);
+    if (s)
+        return s;
+    dnnjit_handle_t h = calloc(1, sizeof *h);
+    if (!h)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "dnnjit_handle_create_for_arch: out of memory");
+    snprintf(h->arch, sizeof h->arch, "%s", arch);
+    snprintf(h->no_device_reason, sizeof h->no_device_reason,
+             "the handle was created for architecture %s without a device (dnnjit_handle_create_for_arch)", arch);
+    *out = h;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+void dnnjit_handle_destroy(dnnjit_handle_t handle)
+{
+    free(handle);
+}
+
+dnnjit_status_t dnnjit_handle_get_arch(dnnjit_handle_t h, char *arch, size_t size, bool *has_device)
+{
+    if (!h || !arch)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_handle_get_arch: %s is NULL", h ? "arch" : "handle");
+    if (size <= strlen(h->arch))
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_handle_get_arch: %zu bytes cannot hold \"%s\"", size,
+                            h->arch);
+    memcpy(arch, h->arch, strlen(h->arch) + 1);
+    if (has_device)
+        *has_device = h->has_device;
+    return DNNJIT_STATUS_SUCCESS;
+}

@@ -1,0 +1,757 @@
+/* The kernel cache: keys, memory and disk tiers, damaged files, concurrent writers,
+ * unusable folders, listing and clearing. Each test gets its own temporary
+ * DNNJIT_CACHE_DIR and a cold memory cache. */
+#include "jit-test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#define HEADER 48 /* the documented file header size */
+
+/* snprintf into a path buffer, failing the test when the path does not fit. */
+static void pathf(char out[PATH_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void pathf(char out[PATH_MAX], const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, PATH_MAX, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && n < PATH_MAX);
+}
+
+typedef struct fixture {
+    char dir[PATH_MAX];
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/dnnjit-cache-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(f->dir))
+        return -1;
+    setenv("DNNJIT_CACHE_DIR", f->dir, 1);
+    unsetenv("DNNJIT_CACHE");
+    unsetenv("DNNJIT_LOG");
+    dnnjit__jit_cache_clear_memory();
+    dnnjit__jit_cache_reset_stats();
+    *state = f;
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    chmod(f->dir, 0755);
+    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    dnnjit__jit_cache_clear_memory();
+    unsetenv("DNNJIT_CACHE_DIR");
+    free(f);
+    return 0;
+}
+
+static dnnjit__jit_cache_stats_t stats(void)
+{
+    dnnjit__jit_cache_stats_t s;
+    dnnjit__jit_cache_stats(&s);
+    return s;
+}
+
+/* Looks a kernel up and checks that a CUBIN came back. */
+static void *get(const char *source, const char *arch, const dnnjit__compile_options_t *opt, size_t *size,
+                 dnnjit__jit_key_t *key)
+{
+    void *cubin = NULL;
+    JT_OK(dnnjit__jit_get_cubin(source, "kernel.cu", arch, opt, &cubin, size, key));
+    assert_non_null(cubin);
+    return cubin;
+}
+
+static void file_of(const char *dir, const char *arch, dnnjit__jit_key_t key, char path[PATH_MAX])
+{
+    char hex[DNNJIT__KEY_HEX_LEN];
+    dnnjit__jit_key_hex(key, hex);
+    pathf(path, "%s/%s/%s.cubin", dir, arch, hex);
+}
+
+static unsigned char *slurp(const char *path, size_t *size)
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *data = malloc((size_t)n + 1);
+    assert_int_equal(fread(data, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    *size = (size_t)n;
+    return data;
+}
+
+/* Entries of a folder other than . and .., and how many of them end with `suffix`. */
+static int count_entries(const char *dir, const char *suffix, int *with_suffix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    *with_suffix = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        n++;
+        size_t len = strlen(e->d_name), sl = strlen(suffix);
+        *with_suffix += len >= sl && strcmp(e->d_name + len - sl, suffix) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* ---- keys ---- */
+
+static void keys_change_with_every_input(void **state)
+{
+    (void)state;
+    const char *extra[] = {"-DA", "B"};
+    const char *extra_joined[] = {"-DAB"};
+    const char *extra_other[] = {"-DA", "C"};
+    dnnjit__compile_options_t base_opt = {.extra = extra, .extra_count = 2};
+    dnnjit__jit_key_input_t base = {.source = jt_axpy_source, .name = "axpy.cu", .arch = "sm_90a",
+                                    .options = &base_opt, .nvrtc_major = 13, .nvrtc_minor = 0,
+                                    .dnnjit_version = 100};
+    dnnjit__compile_options_t joined = {.extra = extra_joined, .extra_count = 1};
+    dnnjit__compile_options_t other = {.extra = extra_other, .extra_count = 2};
+    dnnjit__compile_options_t fewer = {.extra = extra, .extra_count = 1};
+    dnnjit__compile_options_t headers = {.extra = extra, .extra_count = 2, .cuda_headers = true};
+    dnnjit__jit_key_input_t v[12];
+    for (int i = 0; i < 12; i++)
+        v[i] = base;
+    v[1].source = jt_half_source;
+    v[2].name = "axpy2.cu";
+    v[3].arch = "sm_90";
+    v[4].options = &joined; /* the same characters, split differently */
+    v[5].options = &other;
+    v[6].options = &fewer;
+    v[7].options = &headers;
+    v[8].options = NULL;
+    v[9].nvrtc_major = 12;
+    v[10].nvrtc_minor = 1;
+    v[11].dnnjit_version = 101;
+    dnnjit__jit_key_t k[12];
+    for (int i = 0; i < 12; i++)
+        k[i] = dnnjit__jit_key_compute(&v[i]);
+    for (int i = 0; i < 12; i++)
+        for (int j = i + 1; j < 12; j++)
+            assert_false(k[i].low == k[j].low && k[i].high == k[j].high);
+    /* Same inputs, same key, also from copies of the strings. */
+    char source_copy[sizeof jt_axpy_source];
+    memcpy(source_copy, jt_axpy_source, sizeof source_copy);
+    dnnjit__jit_key_input_t again = base;
+    again.source = source_copy;
+    dnnjit__jit_key_t k0 = dnnjit__jit_key_compute(&again);
+    assert_true(k0.low == k[0].low && k0.high == k[0].high);
+
+    char hex[DNNJIT__KEY_HEX_LEN];
+    dnnjit__jit_key_hex((dnnjit__jit_key_t){.low = 0x0123456789abcdefULL, .high = 0xfedcba9876543210ULL}, hex);
+    assert_string_equal(hex, "fedcba98765432100123456789abcdef");
+}
+
+static void live_key_uses_nvrtc_and_dnnjit_versions(void **state)
+{
+    (void)state;
+    dnnjit__jit_key_t live;
+    JT_OK(dnnjit__jit_key(jt_axpy_source, "axpy.cu", "sm_80", NULL, &live));
+    int major, minor;
+    JT_OK(dnnjit__nvrtc_version(&major, &minor));
+    dnnjit__jit_key_input_t in = {.source = jt_axpy_source, .name = "axpy.cu", .arch = "sm_80",
+                                  .nvrtc_major = major, .nvrtc_minor = minor, .dnnjit_version = DNNJIT_VERSION};
+    dnnjit__jit_key_t expect = dnnjit__jit_key_compute(&in);
+    assert_true(live.low == expect.low && live.high == expect.high);
+}
+
+/* ---- memory and disk ---- */
+
+static void disk_round_trip(void **state)
+{
+    fixture_t *f = *state;
+    size_t size, size2, file_size;
+    dnnjit__jit_key_t key, key2;
+    void *first = get(jt_axpy_source, "sm_80", NULL, &size, &key);
+    jt_assert_cubin(first, size, "axpy");
+    dnnjit__jit_cache_stats_t s = stats();
+    assert_int_equal(s.misses, 1);
+    assert_int_equal(s.compiles, 1);
+    assert_int_equal(s.disk_writes, 1);
+    assert_int_equal(s.memory_entries, 1);
+    assert_int_equal(s.memory_bytes, size);
+
+    /* The file: the documented header, then the CUBIN. */
+    char path[PATH_MAX];
+    file_of(f->dir, "sm_80", key, path);
+    unsigned char *file = slurp(path, &file_size);
+    assert_int_equal(file_size, HEADER + size);
+    assert_memory_equal(file, "DNNJITCB", 8);
+    assert_int_equal(le64(file + 16), size);
+    assert_int_equal(le64(file + 24), XXH64(first, size, 0));
+    assert_int_equal(le64(file + 32), key.low);
+    assert_int_equal(le64(file + 40), key.high);
+    assert_memory_equal(file + HEADER, first, size);
+    free(file);
+
+    void *second = get(jt_axpy_source, "sm_80", NULL, &size2, &key2);
+    assert_int_equal(stats().memory_hits, 1);
+    assert_int_equal(size2, size);
+    assert_memory_equal(second, first, size);
+    free(second);
+
+    dnnjit__jit_cache_clear_memory();
+    assert_int_equal(stats().memory_entries, 0);
+    void *third = get(jt_axpy_source, "sm_80", NULL, &size2, &key2);
+    s = stats();
+    assert_int_equal(s.disk_hits, 1);
+    assert_int_equal(s.compiles, 1);
+    assert_int_equal(s.memory_entries, 1);
+    assert_int_equal(size2, size);
+    assert_memory_equal(third, first, size);
+    free(third);
+    free(first);
+}
+
+static void creates_missing_folders(void **state)
+{
+    fixture_t *f = *state;
+    char nested[PATH_MAX];
+    pathf(nested, "%s/a/b/c", f->dir);
+    setenv("DNNJIT_CACHE_DIR", nested, 1);
+    size_t size;
+    dnnjit__jit_key_t key;
+    free(get(jt_axpy_source, "sm_90a", NULL, &size, &key));
+    char path[PATH_MAX];
+    file_of(nested, "sm_90a", key, path);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal((size_t)st.st_size, HEADER + size);
+}
+
+static int child_fresh_lookup(void)
+{
+    void *cubin = NULL;
+    size_t size = 0;
+    JT_CHILD_CHECK(dnnjit__jit_get_cubin(jt_axpy_source, "kernel.cu", "sm_80", NULL, &cubin, &size, NULL) ==
+                       DNNJIT_STATUS_SUCCESS,
+                   2);
+    dnnjit__jit_cache_stats_t s = stats();
+    JT_CHILD_CHECK(s.disk_hits == 1 && s.compiles == 0 && s.misses == 0 && s.bad_files == 0, 3);
+    JT_CHILD_CHECK(size > 4 && memcmp(cubin, "\x7f" "ELF", 4) == 0, 4);
+    free(cubin);
+    return 0;
+}
+
+static void fresh_process_compiles_nothing(void **state)
+{
+    (void)state;
+    size_t size;
+    free(get(jt_axpy_source, "sm_80", NULL, &size, NULL));
+    assert_int_equal(stats().compiles, 1);
+    assert_int_equal(jt_run_child((const char *[]){"fresh-lookup", NULL}, -1), 0);
+}
+
+static void cache_off_keeps_memory_only(void **state)
+{
+    fixture_t *f = *state;
+    setenv("DNNJIT_CACHE", "0", 1);
+    size_t size;
+    free(get(jt_axpy_source, "sm_80", NULL, &size, NULL));
+    free(get(jt_axpy_source, "sm_80", NULL, &size, NULL));
+    dnnjit__jit_cache_stats_t s = stats();
+    assert_int_equal(s.compiles, 1);
+    assert_int_equal(s.memory_hits, 1);
+    assert_int_equal(s.disk_writes + s.disk_write_failures, 0);
+    int cubins;
+    assert_int_equal(count_entries(f->dir, "", &cubins), 0);
+    char dir[PATH_MAX];
+    JT_FAILS(dnnjit__jit_cache_dir(dir, sizeof dir), DNNJIT_STATUS_NOT_FOUND, "DNNJIT_CACHE=0");
+    unsetenv("DNNJIT_CACHE");
+}
+
+/* ---- damaged files ---- */
+
+typedef enum { FLIP_PAYLOAD, FLIP_CHECKSUM, FLIP_KEY, WRONG_MAGIC, WRONG_FORMAT, WRONG_LENGTH, TRUNCATED,
+               SHORTER_THAN_HEADER, EMPTY, EXTENDED, DAMAGE_KINDS } damage_t;
+
+static void damage(const char *path, damage_t kind, size_t payload)
+{
+    size_t n;
+    unsigned char *b = slurp(path, &n);
+    switch (kind) {
+    case FLIP_PAYLOAD: b[HEADER + payload / 2] ^= 0x10; break;
+    case FLIP_CHECKSUM: b[24] ^= 0x01; break;
+    case FLIP_KEY: b[40] ^= 0x80; break;
+    case WRONG_MAGIC: memcpy(b, "NOTCUBIN", 8); break;
+    case WRONG_FORMAT: b[8] ^= 0x02; break;
+    case WRONG_LENGTH: b[16] ^= 0x04; break;
+    case TRUNCATED: n -= 7; break;
+    case SHORTER_THAN_HEADER: n = 20; break;
+    case EMPTY: n = 0; break;
+    case EXTENDED: break;
+    case DAMAGE_KINDS: fail();
+    }
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(b, 1, n, fp), n);
+    if (kind == EXTENDED)
+        fputs("xyz", fp);
+    fclose(fp);
+    free(b);
+}
+
+static void damaged_files_are_discarded_and_rebuilt(void **state)
+{
+    fixture_t *f = *state;
+    size_t size, size2;
+    dnnjit__jit_key_t key;
+    void *good = get(jt_axpy_source, "sm_90a", NULL, &size, &key);
+    char path[PATH_MAX];
+    file_of(f->dir, "sm_90a", key, path);
+    for (int kind = 0; kind < DAMAGE_KINDS; kind++) {
+        dnnjit__jit_cache_clear_memory();
+        dnnjit__jit_cache_reset_stats();
+        damage(path, (damage_t)kind, size);
+        void *again = get(jt_axpy_source, "sm_90a", NULL, &size2, NULL);
+        dnnjit__jit_cache_stats_t s = stats();
+        if (s.bad_files != 1 || s.compiles != 1 || s.disk_hits != 0)
+            fail_msg("damage %d: bad files %llu, compiles %llu, disk hits %llu", kind,
+                     (unsigned long long)s.bad_files, (unsigned long long)s.compiles,
+                     (unsigned long long)s.disk_hits);
+        assert_int_equal(size2, size);
+        assert_memory_equal(again, good, size);
+        free(again);
+        /* Rebuilt: a cold lookup now reads it from disk. */
+        dnnjit__jit_cache_clear_memory();
+        free(get(jt_axpy_source, "sm_90a", NULL, &size2, NULL));
+        assert_int_equal(stats().disk_hits, 1);
+        assert_int_equal(stats().bad_files, 1);
+    }
+    free(good);
+}
+
+static void bad_file_is_reported_when_logging(void **state)
+{
+    fixture_t *f = *state;
+    size_t size;
+    dnnjit__jit_key_t key;
+    free(get(jt_axpy_source, "sm_80", NULL, &size, &key));
+    char path[PATH_MAX], log[PATH_MAX];
+    file_of(f->dir, "sm_80", key, path);
+    damage(path, WRONG_MAGIC, size);
+    dnnjit__jit_cache_clear_memory();
+    pathf(log, "%s/stderr.txt", f->dir);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    setenv("DNNJIT_LOG", "1", 1);
+    /* The child finds the damaged file; its stderr goes to the log file. */
+    assert_int_equal(jt_run_child((const char *[]){"cold-lookup", NULL}, fd), 0);
+    unsetenv("DNNJIT_LOG");
+    close(fd);
+    size_t n;
+    char *text = (char *)slurp(log, &n);
+    text[n] = '\0';
+    assert_non_null(strstr(text, "dnnjit: kernel cache: discarded "));
+    assert_non_null(strstr(text, "wrong magic"));
+    free(text);
+}
+
+static int child_cold_lookup(void)
+{
+    void *cubin = NULL;
+    size_t size = 0;
+    JT_CHILD_CHECK(dnnjit__jit_get_cubin(jt_axpy_source, "kernel.cu", "sm_80", NULL, &cubin, &size, NULL) ==
+                       DNNJIT_STATUS_SUCCESS,
+                   2);
+    JT_CHILD_CHECK(stats().bad_files == 1 && stats().compiles == 1, 3);
+    free(cubin);
+    return 0;
+}
+
+/* ---- concurrency ---- */
+
+/* A kernel no other test compiles, so that each writer starts with nothing on disk. */
+static const char concurrent_source[] =
+    "extern \"C\" __global__ void racing(int *p) { atomicAdd(p, 1); }\n";
+
+static int child_concurrent(const char *fd_text)
+{
+    char go;
+    /* Wait for the parent's start signal so that all writers compile at once. */
+    JT_CHILD_CHECK(read(atoi(fd_text), &go, 1) == 1, 2);
+    void *cubin = NULL;
+    size_t size = 0;
+    JT_CHILD_CHECK(dnnjit__jit_get_cubin(concurrent_source, "kernel.cu", "sm_90a", NULL, &cubin, &size, NULL) ==
+                       DNNJIT_STATUS_SUCCESS,
+                   3);
+    JT_CHILD_CHECK(stats().bad_files == 0, 4);
+    free(cubin);
+    return 0;
+}
+
+static void concurrent_writers_leave_one_good_file(void **state)
+{
+    fixture_t *f = *state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    char fd_text[16];
+    snprintf(fd_text, sizeof fd_text, "%d", p[0]);
+    pid_t pids[8];
+    for (int i = 0; i < 8; i++)
+        pids[i] = jt_spawn_child((const char *[]){"concurrent", fd_text, NULL}, -1);
+    assert_int_equal(write(p[1], "gggggggg", 8), 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(jt_wait_child(pids[i]), 0);
+    close(p[0]);
+    close(p[1]);
+
+    char folder[PATH_MAX];
+    pathf(folder, "%s/sm_90a", f->dir);
+    int cubins;
+    assert_int_equal(count_entries(folder, ".cubin", &cubins), 1);
+    assert_int_equal(cubins, 1);
+    size_t size;
+    void *cubin = get(concurrent_source, "sm_90a", NULL, &size, NULL);
+    jt_assert_cubin(cubin, size, "racing");
+    assert_int_equal(stats().disk_hits, 1);
+    assert_int_equal(stats().bad_files, 0);
+    free(cubin);
+}
+
+typedef struct {
+    void *cubin;
+    size_t size;
+    dnnjit_status_t status;
+} thread_result_t;
+
+static void *lookup_thread(void *arg)
+{
+    thread_result_t *r = arg;
+    r->status = dnnjit__jit_get_cubin(concurrent_source, "kernel.cu", "sm_80", NULL, &r->cubin, &r->size, NULL);
+    return NULL;
+}
+
+static void concurrent_threads_share_one_entry(void **state)
+{
+    (void)state;
+    pthread_t t[4];
+    thread_result_t r[4] = {{0}};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, lookup_thread, &r[i]), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(r[i].status, DNNJIT_STATUS_SUCCESS);
+        assert_int_equal(r[i].size, r[0].size);
+        assert_memory_equal(r[i].cubin, r[0].cubin, r[0].size);
+    }
+    for (int i = 0; i < 4; i++)
+        free(r[i].cubin);
+    dnnjit__jit_cache_stats_t s = stats();
+    assert_int_equal(s.memory_entries, 1);
+    assert_int_equal(s.memory_hits + s.disk_hits + s.misses, 4);
+    assert_true(s.compiles >= 1 && s.compiles <= 4);
+}
+
+/* ---- unusable folders ---- */
+
+static int child_read_only(void)
+{
+    /* Root writes anywhere, so the check runs as the unprivileged "nobody". */
+    if (geteuid() == 0)
+        JT_CHILD_CHECK(setgid(65534) == 0 && setuid(65534) == 0, 2);
+    size_t size;
+    void *a = NULL, *b = NULL, *c = NULL;
+    dnnjit__compile_options_t headers = {.cuda_headers = true};
+    JT_CHILD_CHECK(dnnjit__jit_get_cubin(jt_axpy_source, "kernel.cu", "sm_80", NULL, &a, &size, NULL) == 0, 3);
+    JT_CHILD_CHECK(dnnjit__jit_get_cubin(jt_half_source, "kernel.cu", "sm_80", &headers, &b, &size, NULL) == 0, 4);
+    JT_CHILD_CHECK(dnnjit__jit_get_cubin(jt_axpy_source, "kernel.cu", "sm_80", NULL, &c, &size, NULL) == 0, 5);
+    dnnjit__jit_cache_stats_t s = stats();
+    JT_CHILD_CHECK(s.compiles == 2 && s.memory_hits == 1, 6);
+    JT_CHILD_CHECK(s.disk_writes == 0 && s.disk_write_failures == 2, 7);
+    free(a);
+    free(b);
+    free(c);
+    return 0;
+}
+
+static void read_only_folder_works_from_memory(void **state)
+{
+    fixture_t *f = *state;
+    char log[PATH_MAX];
+    const char *tmp = getenv("TMPDIR");
+    pathf(log, "%s/dnnjit-ro-log-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(log);
+    assert_true(fd >= 0);
+    assert_int_equal(chmod(f->dir, 0555), 0);
+    setenv("DNNJIT_LOG", "1", 1);
+    int rc = jt_run_child((const char *[]){"read-only", NULL}, fd);
+    unsetenv("DNNJIT_LOG");
+    close(fd);
+    size_t n;
+    char *text = (char *)slurp(log, &n);
+    text[n] = '\0';
+    unlink(log);
+    if (rc != 0)
+        fail_msg("child exited with %d: %s", rc, text);
+    /* Two failed writes, one warning. */
+    const char *first = strstr(text, "caching in memory only");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "caching in memory only"));
+    assert_non_null(strstr(text, f->dir));
+    free(text);
+    int cubins;
+    assert_int_equal(count_entries(f->dir, "", &cubins), 0);
+}
+
+static void folder_under_a_file_works_from_memory(void **state)
+{
+    fixture_t *f = *state;
+    char file[PATH_MAX], bad[PATH_MAX];
+    pathf(file, "%s/plain-file", f->dir);
+    pathf(bad, "%s/cache", file);
+    FILE *fp = fopen(file, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    setenv("DNNJIT_CACHE_DIR", bad, 1);
+    size_t size;
+    free(get(jt_axpy_source, "sm_80", NULL, &size, NULL));
+    free(get(jt_axpy_source, "sm_80", NULL, &size, NULL));
+    dnnjit__jit_cache_stats_t s = stats();
+    assert_int_equal(s.compiles, 1);
+    assert_int_equal(s.memory_hits, 1);
+    assert_int_equal(s.disk_write_failures, 1);
+    /* Listing and clearing a folder that cannot exist find nothing to do. */
+    uint64_t removed = 99;
+    JT_OK(dnnjit__jit_cache_clear_disk(&removed));
+    assert_int_equal(removed, 0);
+}
+
+/* ---- folder, listing, clearing ---- */
+
+static void folder_follows_the_environment(void **state)
+{
+    fixture_t *f = *state;
+    char dir[PATH_MAX], home[PATH_MAX];
+    const char *old_home = getenv("HOME");
+    const char *old_xdg = getenv("XDG_CACHE_HOME");
+    snprintf(home, sizeof home, "%s", old_home ? old_home : "");
+    char xdg[PATH_MAX];
+    snprintf(xdg, sizeof xdg, "%s", old_xdg ? old_xdg : "");
+
+    JT_OK(dnnjit__jit_cache_dir(dir, sizeof dir));
+    assert_string_equal(dir, f->dir);
+    unsetenv("DNNJIT_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", "/xdg/cache", 1);
+    JT_OK(dnnjit__jit_cache_dir(dir, sizeof dir));
+    assert_string_equal(dir, "/xdg/cache/dnnjit");
+    setenv("XDG_CACHE_HOME", "relative/ignored", 1);
+    setenv("HOME", "/home/someone", 1);
+    JT_OK(dnnjit__jit_cache_dir(dir, sizeof dir));
+    assert_string_equal(dir, "/home/someone/.cache/dnnjit");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    JT_FAILS(dnnjit__jit_cache_dir(dir, sizeof dir), DNNJIT_STATUS_NOT_FOUND, "HOME");
+    setenv("DNNJIT_CACHE_DIR", f->dir, 1);
+    JT_FAILS(dnnjit__jit_cache_dir(dir, 4), DNNJIT_STATUS_NOT_FOUND, "too long");
+
+    if (*home)
+        setenv("HOME", home, 1);
+    if (*xdg)
+        setenv("XDG_CACHE_HOME", xdg, 1);
+}
+
+typedef struct {
+    int count;
+    dnnjit__jit_cache_file_t files[8];
+} listing_t;
+
+static void collect(const dnnjit__jit_cache_file_t *file, void *user)
+{
+    listing_t *l = user;
+    if (l->count < 8)
+        l->files[l->count] = *file;
+    l->count++;
+}
+
+static const dnnjit__jit_cache_file_t *find_listed(const listing_t *l, const char *arch, dnnjit__jit_key_t key)
+{
+    char hex[DNNJIT__KEY_HEX_LEN];
+    dnnjit__jit_key_hex(key, hex);
+    for (int i = 0; i < l->count && i < 8; i++)
+        if (strcmp(l->files[i].arch, arch) == 0 && strcmp(l->files[i].key, hex) == 0)
+            return &l->files[i];
+    return NULL;
+}
+
+static void touch(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    pathf(path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("not the cache's", fp);
+    fclose(fp);
+}
+
+static void list_and_clear(void **state)
+{
+    fixture_t *f = *state;
+    size_t s1, s2, s3;
+    dnnjit__jit_key_t k1, k2, k3;
+    dnnjit__compile_options_t headers = {.cuda_headers = true};
+    free(get(jt_axpy_source, "sm_80", NULL, &s1, &k1));
+    free(get(jt_half_source, "sm_80", &headers, &s2, &k2));
+    free(get(jt_axpy_source, "sm_90a", NULL, &s3, &k3));
+    char sm80[PATH_MAX];
+    pathf(sm80, "%s/sm_80", f->dir);
+    /* Files the cache did not write stay; a leftover temp file is the cache's. */
+    touch(f->dir, "notes.txt");
+    touch(sm80, "notes.txt");
+    touch(sm80, "0123456789abcdef0123456789abcdef.tmp.a1B2c3");
+
+    listing_t l = {0};
+    JT_OK(dnnjit__jit_cache_list(collect, &l));
+    assert_int_equal(l.count, 3);
+    const dnnjit__jit_cache_file_t *e1 = find_listed(&l, "sm_80", k1), *e2 = find_listed(&l, "sm_80", k2),
+                                   *e3 = find_listed(&l, "sm_90a", k3);
+    assert_non_null(e1);
+    assert_non_null(e2);
+    assert_non_null(e3);
+    assert_int_equal(e1->bytes, HEADER + s1);
+    assert_int_equal(e2->bytes, HEADER + s2);
+    assert_int_equal(e3->bytes, HEADER + s3);
+    assert_true(e1->mtime > 0);
+
+    uint64_t removed = 0;
+    JT_OK(dnnjit__jit_cache_clear_disk(&removed));
+    assert_int_equal(removed, 4);
+    l.count = 0;
+    JT_OK(dnnjit__jit_cache_list(collect, &l));
+    assert_int_equal(l.count, 0);
+    int cubins;
+    assert_int_equal(count_entries(f->dir, "", &cubins), 2); /* notes.txt and sm_80 */
+    assert_int_equal(count_entries(sm80, "", &cubins), 1);   /* notes.txt */
+
+    /* Memory still holds them; the disk tier is rebuilt on a cold lookup. */
+    free(get(jt_axpy_source, "sm_80", NULL, &s1, NULL));
+    assert_int_equal(stats().memory_hits, 1);
+    JT_FAILS(dnnjit__jit_cache_list(NULL, NULL), DNNJIT_STATUS_BAD_PARAM, "visit");
+}
+
+/* ---- objects attached to entries ---- */
+
+static int destroyed;
+
+static void destroy_object(void *object)
+{
+    destroyed += *(int *)object;
+}
+
+static void attached_objects_are_destroyed_with_the_entry(void **state)
+{
+    (void)state;
+    size_t size;
+    dnnjit__jit_key_t key;
+    free(get(jt_axpy_source, "sm_80", NULL, &size, &key));
+    int first = 1, second = 10;
+    void *existing = &second;
+    JT_OK(dnnjit__jit_cache_attach(key, &first, destroy_object, &existing));
+    assert_null(existing);
+    JT_OK(dnnjit__jit_cache_attach(key, &second, destroy_object, &existing));
+    assert_ptr_equal(existing, &first);
+    assert_ptr_equal(dnnjit__jit_cache_object(key), &first);
+    dnnjit__jit_key_t other = {key.low ^ 1, key.high};
+    assert_null(dnnjit__jit_cache_object(other));
+    JT_FAILS(dnnjit__jit_cache_attach(other, &second, destroy_object, NULL), DNNJIT_STATUS_NOT_FOUND, "no entry");
+    destroyed = 0;
+    dnnjit__jit_cache_clear_memory();
+    assert_int_equal(destroyed, 1);
+    assert_null(dnnjit__jit_cache_object(key));
+}
+
+/* ---- failures ---- */
+
+static void failures_store_nothing(void **state)
+{
+    fixture_t *f = *state;
+    void *cubin = (void *)1;
+    size_t size = 1;
+    JT_FAILS(dnnjit__jit_get_cubin("extern \"C\" __global__ void k() { undefined(); }", "bad.cu", "sm_80", NULL,
+                                   &cubin, &size, NULL),
+             DNNJIT_STATUS_INTERNAL, "bad.cu(1)");
+    assert_null(cubin);
+    assert_int_equal(size, 0);
+    JT_FAILS(dnnjit__jit_get_cubin(jt_axpy_source, "axpy.cu", "sm80", NULL, &cubin, &size, NULL),
+             DNNJIT_STATUS_BAD_PARAM, "\"sm80\" is not a GPU architecture");
+    JT_FAILS(dnnjit__jit_get_cubin(NULL, "axpy.cu", "sm_80", NULL, &cubin, &size, NULL), DNNJIT_STATUS_BAD_PARAM,
+             "must be set");
+    dnnjit__jit_cache_stats_t s = stats();
+    assert_int_equal(s.memory_entries, 0);
+    assert_int_equal(s.misses, 1);
+    int cubins;
+    assert_int_equal(count_entries(f->dir, "", &cubins), 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "--child") == 0) {
+        if (strcmp(argv[2], "fresh-lookup") == 0)
+            return child_fresh_lookup();
+        if (strcmp(argv[2], "cold-lookup") == 0)
+            return child_cold_lookup();
+        if (strcmp(argv[2], "concurrent") == 0 && argc == 4)
+            return child_concurrent(argv[3]);
+        if (strcmp(argv[2], "read-only") == 0)
+            return child_read_only();
+        return 99;
+    }
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(keys_change_with_every_input),
+        T(live_key_uses_nvrtc_and_dnnjit_versions),
+        T(disk_round_trip),
+        T(creates_missing_folders),
+        T(fresh_process_compiles_nothing),
+        T(cache_off_keeps_memory_only),
+        T(damaged_files_are_discarded_and_rebuilt),
+        T(bad_file_is_reported_when_logging),
+        T(concurrent_writers_leave_one_good_file),
+        T(concurrent_threads_share_one_entry),
+        T(read_only_folder_works_from_memory),
+        T(folder_under_a_file_works_from_memory),
+        T(folder_follows_the_environment),
+        T(list_and_clear),
+        T(attached_objects_are_destroyed_with_the_entry),
+        T(failures_store_nothing),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
