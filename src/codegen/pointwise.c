@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 const char *dnnjit__cuda_type(dnnjit_data_type_t type)
 {
@@ -40,8 +41,13 @@ void dnnjit__emit_float(dnnjit__strbuf_t *sb, double v)
         dnnjit__sb_append(sb, "__int_as_float(0x7fc00000)");
     else if (isinf(f))
         dnnjit__sb_append(sb, f > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)");
-    else
-        dnnjit__sb_printf(sb, "%.9gf", (double)f);
+    else {
+        /* "%.9g" prints integral values without a point ("2"), and "2f" is not a C++
+         * literal: such values get ".0". */
+        char digits[32];
+        snprintf(digits, sizeof digits, "%.9g", (double)f);
+        dnnjit__sb_printf(sb, "%s%sf", digits, strpbrk(digits, ".e") ? "" : ".0");
+    }
 }
 
 void dnnjit__emit_offset(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, int ndim)

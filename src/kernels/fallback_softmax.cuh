@@ -1,0 +1,28 @@
+// Fallback softmax over the last axis: one thread per row of P ([DJ_ROWS, DJ_COLS]), three
+// passes (max, sum of exp(p - max), outputs), as the reference computes it. A NaN in a row
+// makes its max NaN and so the whole row NaN. DJ_STATS is the node's dnnjit_softmax_stats_t:
+// 1 (LOG_SUM_EXP) stores STATS_0 = max + log(sum), 2 (MAX_SUM_EXP) STATS_0 = max and
+// STATS_1 = sum.
+
+extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_softmax(const DjArgs args)
+{
+    for (dj_i64 row = dj_first(0); row < DJ_ROWS; row += dj_step(gridDim.x)) {
+        const dj_i64 base = row * DJ_COLS;
+        dj_acc max = dj_neg_inf();
+        for (dj_i64 col = 0; col < DJ_COLS; col++) {
+            const dj_acc v = dj_ld_P(dj_off_P(base + col), args);
+            max = v > max || v != v ? v : max;
+        }
+        dj_acc sum = 0;
+        for (dj_i64 col = 0; col < DJ_COLS; col++)
+            sum += dj_exp(dj_ld_P(dj_off_P(base + col), args) - max);
+        for (dj_i64 col = 0; col < DJ_COLS; col++)
+            dj_st_S(dj_off_S(base + col), dj_exp(dj_ld_P(dj_off_P(base + col), args) - max) / sum, args);
+        if constexpr (DJ_STATS == 1) {
+            dj_st_STATS_0(dj_off_STATS_0(base), max + dj_log(sum), args);
+        } else if constexpr (DJ_STATS == 2) {
+            dj_st_STATS_0(dj_off_STATS_0(base), max, args);
+            dj_st_STATS_1(dj_off_STATS_1(base), sum, args);
+        }
+    }
+}
