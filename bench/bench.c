@@ -56,6 +56,18 @@ static dnnjit_graph_t sigmoid_graph(dnnjit_handle_t h, int64_t n, dnnjit_tensor_
     return g;
 }
 
+/* Seed 000: C[4,64,64] = A[4,64,128] @ B[4,128,64], half in/out, float compute. */
+static dnnjit_graph_t seed000_graph(dnnjit_handle_t h, dnnjit_tensor_t io[3])
+{
+    dnnjit_graph_t g;
+    CHECK(dnnjit_graph_create(h, &(dnnjit_graph_attr_t){.name = "seed000", .io_data_type = DNNJIT_DATA_TYPE_HALF}, &g));
+    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "A", .ndim = 3, .dim = (int64_t[]){4, 64, 128}}, &io[0]));
+    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "B", .ndim = 3, .dim = (int64_t[]){4, 128, 64}}, &io[1]));
+    CHECK(dnnjit_graph_matmul(g, io[0], io[1], NULL, &io[2]));
+    CHECK(dnnjit_tensor_set_output(g, io[2], true));
+    return g;
+}
+
 static double timed_build(dnnjit_graph_t g)
 {
     dnnjit_heur_mode_t a = DNNJIT_HEUR_MODE_A;
@@ -148,6 +160,24 @@ int main(int argc, char **argv)
     CU(cu->cuStreamSynchronize(NULL));
     printf("{\"case\": \"execute_host_overhead\", \"us\": %.2f, \"device_us_per_call_1k\": %.2f}\n", host, device_small);
     dnnjit_graph_destroy(small);
+
+    dnnjit_tensor_t mm_io[3];
+    dnnjit_graph_t mm = seed000_graph(h, mm_io);
+    timed_build(mm);
+    char *plan = NULL;
+    int64_t chosen;
+    CHECK(dnnjit_graph_get_chosen_plan(mm, &chosen));
+    CHECK(dnnjit_graph_get_plan_name(mm, chosen, &plan));
+    dnnjit_variant_t mm_pack[3];
+    for (int i = 0; i < 3; i++) {
+        int64_t uid;
+        CHECK(dnnjit_tensor_get_uid(mm, mm_io[i], &uid));
+        mm_pack[i] = (dnnjit_variant_t){uid, pack[i].ptr};
+    }
+    printf("{\"case\": \"seed000_bmm_half\", \"us\": %.2f, \"plan\": \"%s\"}\n",
+           device_us_per_call(mm, mm_pack, 3, 1000, 9), plan);
+    dnnjit_free(plan);
+    dnnjit_graph_destroy(mm);
     for (int i = 0; i < 4; i++)
         cu->cuMemFree(buf[i]);
     dnnjit_graph_destroy(g);

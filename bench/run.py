@@ -47,10 +47,13 @@ def torch_peers():
         return torch.sigmoid(a + b * c)
 
     compiled = torch.compile(eager)
+    A = torch.randn(4, 64, 128, device="cuda", dtype=torch.half)
+    B = torch.randn(4, 128, 64, device="cuda", dtype=torch.half)
     return {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "sigmoid_fma_64M_half": {"torch_eager_us": time_us(eager), "torch_compile_us": time_us(compiled)},
+        "seed000_bmm_half": {"torch_bmm_us": time_us(lambda: torch.bmm(A, B), calls=1000, repeats=9)},
     }
 
 
@@ -65,8 +68,8 @@ def main():
         cases = run_bench(binary, ["run"], cache)
         cases.update(run_bench(binary, ["build-only"], cache))
     peers = torch_peers()
-    pw = cases["sigmoid_fma_64M_half"]
-    pw.update(peers["sigmoid_fma_64M_half"])
+    for case in ("sigmoid_fma_64M_half", "seed000_bmm_half"):
+        cases[case].update(peers[case])
     result = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": args.commit,
@@ -90,6 +93,10 @@ def table(result):
         ("sigmoid(a+b*c), 64M half, device time per call", f"{pw['us']:.1f} µs ({pw['tb_per_s']:.2f} TB/s)",
          f"eager {pw['torch_eager_us']:.1f} µs ({pw['torch_eager_us'] / pw['us']:.2f}×), "
          f"compile {pw['torch_compile_us']:.1f} µs ({pw['torch_compile_us'] / pw['us']:.2f}×)"),
+        ("seed 000 bmm 4x64x128x64 half, device time per call (plan " + c["seed000_bmm_half"]["plan"] + ")",
+         f"{c['seed000_bmm_half']['us']:.2f} µs",
+         f"torch.bmm {c['seed000_bmm_half']['torch_bmm_us']:.2f} µs "
+         f"({c['seed000_bmm_half']['torch_bmm_us'] / c['seed000_bmm_half']['us']:.2f}×)"),
         ("cold build (generate + NVRTC + load)", f"{c['build_cold']['us'] / 1e3:.1f} ms", ""),
         ("build, warm disk cache (new process)", f"{c['build_warm_disk_cache']['us'] / 1e3:.2f} ms", ""),
         ("build, warm memory cache", f"{c['build_warm_memory_cache']['us']:.0f} µs", ""),

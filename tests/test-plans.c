@@ -73,7 +73,7 @@ static void plans_by_mode(void **state)
     TU_OK(dnnjit_graph_create_execution_plans(g, &a, 1));
     int64_t count;
     TU_OK(dnnjit_graph_get_plan_count(g, &count));
-    assert_int_equal(count, 3); /* b256 vec, b512 vec, b256 scalar */
+    assert_int_equal(count, 4); /* b256 vec, b512 vec, b256 scalar, then the fallback engine */
     char *name;
     TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
     assert_string_equal(name, "pointwise_b256_vec");
@@ -81,8 +81,11 @@ static void plans_by_mode(void **state)
     uint32_t notes;
     TU_OK(dnnjit_graph_get_plan_behavior_notes(g, 2, &notes));
     assert_true(notes & DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
-    TU_FAILS(dnnjit_graph_get_plan_name(g, 3, &name), DNNJIT_STATUS_BAD_PARAM, "plan index 3 is outside 0..2");
-    /* Mode B ranks by the cost model: the scalar plan (slower) comes last. */
+    TU_OK(dnnjit_graph_get_plan_name(g, 3, &name));
+    assert_string_equal(name, "fallback_b128");
+    dnnjit_free(name);
+    TU_FAILS(dnnjit_graph_get_plan_name(g, 4, &name), DNNJIT_STATUS_BAD_PARAM, "plan index 4 is outside 0..3");
+    /* Mode B ranks by the cost model: the scalar plan, then the naive fallback, last. */
     TU_OK(dnnjit_graph_create_execution_plans(g, &b, 1));
     TU_OK(dnnjit_graph_get_plan_name(g, 2, &name));
     assert_string_equal(name, "pointwise_b256_scalar");
@@ -104,7 +107,7 @@ static void strided_input_has_no_vector_plan(void **state)
     TU_OK(dnnjit_graph_create_execution_plans(g, NULL, 0));
     int64_t count;
     TU_OK(dnnjit_graph_get_plan_count(g, &count));
-    assert_int_equal(count, 1);
+    assert_int_equal(count, 2); /* the scalar pointwise plan and the fallback */
     dnnjit_graph_destroy(g);
 }
 

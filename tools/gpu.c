@@ -146,10 +146,18 @@ dnnjit_status_t gpu_run_and_check(dnnjit_graph_t g, uint64_t *rng, double lo, do
         bool is_output = b->info.producer >= 0;
         for (int64_t i = 0; i < span; i++)
             dnnjit_element_store(b->info.data_type, b->host, i, is_output ? NAN : lo + (hi - lo) * next_uniform(rng));
+        host_pack[n] = (dnnjit_variant_t){b->info.uid, b->host};
+        if (b->info.is_pass_by_value) {
+            /* Scalars passed by value stay on the host, for both executors; kept positive
+             * because they are mostly epsilons. */
+            dnnjit_element_store(b->info.data_type, b->host, 0, fabs(dnnjit_element_load(b->info.data_type, b->host, 0)));
+            dev_pack[n] = host_pack[n];
+            n++;
+            continue;
+        }
         s = dnnjit__cu_check(cu->cuMemAlloc(&b->device, b->bytes), "cuMemAlloc");
         if (!s)
             s = dnnjit__cu_check(cu->cuMemcpyHtoD(b->device, b->host, b->bytes), "cuMemcpyHtoD");
-        host_pack[n] = (dnnjit_variant_t){b->info.uid, b->host};
         dev_pack[n] = (dnnjit_variant_t){b->info.uid, (void *)(uintptr_t)b->device};
         n++;
     }

@@ -10,8 +10,9 @@
 #include <string.h>
 
 extern const dnnjit__engine_t dnnjit__engine_pointwise;
+extern const dnnjit__engine_t dnnjit__engine_fallback;
 
-const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_pointwise, NULL};
+const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_pointwise, &dnnjit__engine_fallback, NULL};
 
 /* ---- state ----------------------------------------------------------------------- */
 
@@ -71,12 +72,15 @@ dnnjit_status_t dnnjit_graph_build_operation_graph(dnnjit_graph_t g)
 typedef struct candidate {
     dnnjit__plan_choice_t choice;
     double cost;
+    int64_t rank; /* position in mode A's order, which breaks ties in cost */
 } candidate_t;
 
 static int by_cost(const void *a, const void *b)
 {
-    double x = ((const candidate_t *)a)->cost, y = ((const candidate_t *)b)->cost;
-    return x < y ? -1 : x > y;
+    const candidate_t *x = a, *y = b;
+    if (x->cost != y->cost)
+        return x->cost < y->cost ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
 static bool is_fallback(const dnnjit__engine_t *e)
@@ -97,7 +101,10 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
             continue;
         for (int k = 0; k < (*e)->knob_count; k++)
             if ((*e)->supports(g, grp, k, arch, why, why_size))
-                out[n++] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k)};
+            {
+                out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), n};
+                n++;
+            }
     }
     if (mode == DNNJIT_HEUR_MODE_B)
         qsort(out, (size_t)n, sizeof *out, by_cost);
