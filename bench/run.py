@@ -3,6 +3,7 @@
 commit, device, every case) and prints a table with the ratios.
 
     python3 bench/run.py --build build-gpu --out DIR [--commit SHA]
+    python3 bench/run.py --readme bench/results/FILE.json   # rewrite README.md's table
 """
 import argparse
 import datetime
@@ -62,7 +63,10 @@ def main():
     ap.add_argument("--build", default="build-gpu")
     ap.add_argument("--out", default=".")
     ap.add_argument("--commit", default=os.environ.get("DNNJIT_COMMIT", "unknown"))
+    ap.add_argument("--readme", help="a result file whose table replaces README.md's")
     args = ap.parse_args()
+    if args.readme:
+        return update_readme(args.readme)
     binary = os.path.join(args.build, "bench", "dnnjit-bench")
     with tempfile.TemporaryDirectory() as cache:
         cases = run_bench(binary, ["run"], cache)
@@ -107,6 +111,22 @@ def table(result):
              "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
     return "\n".join(lines)
+
+
+def update_readme(result_path):
+    """Replaces the text between the benchmark markers of README.md with the table of a
+    result file."""
+    with open(result_path) as f:
+        result = json.load(f)
+    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+    with open(readme) as f:
+        text = f.read()
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    source = os.path.relpath(result_path, os.path.dirname(readme))
+    with open(readme, "w") as f:
+        f.write(f"{head}{begin}\n{table(result)}\n\nFrom `{source}`.\n{end}{tail}")
 
 
 if __name__ == "__main__":
