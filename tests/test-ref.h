@@ -69,13 +69,13 @@ static inline dnnjit_status_t rt_exec(rt_t *r)
         dnnjit_tensor_info_t *info = &r->info[i];
         TU_OK(dnnjit_tensor_get_info(r->g, r->tensor[i], info));
         size_t size = dnnjit_data_type_size(info->data_type);
-        size_t bytes = (size_t)tu_span(info) * size;
+        size_t bytes = (size_t)layout_span(info) * size;
         free(r->buf[i]);
         r->buf[i] = malloc(bytes);
         assert_non_null(r->buf[i]);
         memset(r->buf[i], RT_POISON, bytes);
-        for (int64_t j = 0; r->values[i] && j < tu_numel(info); j++)
-            dnnjit_element_store(info->data_type, r->buf[i], tu_offset(info, j), r->values[i][j]);
+        for (int64_t j = 0; r->values[i] && j < layout_numel(info); j++)
+            dnnjit_element_store(info->data_type, r->buf[i], layout_offset(info, j), r->values[i][j]);
         TU_OK(dnnjit_tensor_get_uid(r->g, r->tensor[i], &r->pack[i].uid));
         r->pack[i].ptr = r->buf[i];
     }
@@ -91,7 +91,7 @@ static inline void rt_run(rt_t *r)
 static inline double rt_get(const rt_t *r, dnnjit_tensor_t t, int64_t linear)
 {
     int i = rt_find(r, t);
-    return dnnjit_element_load(r->info[i].data_type, r->buf[i], tu_offset(&r->info[i], linear));
+    return dnnjit_element_load(r->info[i].data_type, r->buf[i], layout_offset(&r->info[i], linear));
 }
 
 static inline void rt_free(rt_t *r)

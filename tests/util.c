@@ -53,38 +53,12 @@ double tu_uniform(double lo, double hi)
     return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
-int64_t tu_numel(const dnnjit_tensor_info_t *info)
-{
-    int64_t n = 1;
-    for (int i = 0; i < info->ndim; i++)
-        n *= info->dim[i];
-    return n;
-}
-
-int64_t tu_span(const dnnjit_tensor_info_t *info)
-{
-    int64_t span = 1;
-    for (int i = 0; i < info->ndim; i++)
-        span += (info->dim[i] - 1) * info->stride[i];
-    return span;
-}
-
-int64_t tu_offset(const dnnjit_tensor_info_t *info, int64_t linear)
-{
-    int64_t off = 0;
-    for (int i = info->ndim - 1; i >= 0; i--) {
-        off += linear % info->dim[i] * info->stride[i];
-        linear /= info->dim[i];
-    }
-    return off;
-}
-
 static void *buffer_for(dnnjit_graph_t g, dnnjit_tensor_t t, dnnjit_tensor_info_t *info)
 {
     TU_OK(dnnjit_tensor_get_info(g, t, info));
     size_t size = dnnjit_data_type_size(info->data_type);
     assert_true(size > 0);
-    void *p = calloc((size_t)tu_span(info), size);
+    void *p = calloc((size_t)layout_span(info), size);
     assert_non_null(p);
     return p;
 }
@@ -93,9 +67,9 @@ void *tu_random_buffer(dnnjit_graph_t g, dnnjit_tensor_t t, double lo, double hi
 {
     dnnjit_tensor_info_t info;
     void *p = buffer_for(g, t, &info);
-    int64_t n = tu_numel(&info);
+    int64_t n = layout_numel(&info);
     for (int64_t i = 0; i < n; i++)
-        dnnjit_element_store(info.data_type, p, tu_offset(&info, i), tu_uniform(lo, hi));
+        dnnjit_element_store(info.data_type, p, layout_offset(&info, i), tu_uniform(lo, hi));
     return p;
 }
 
@@ -103,7 +77,7 @@ void *tu_poison_buffer(dnnjit_graph_t g, dnnjit_tensor_t t)
 {
     dnnjit_tensor_info_t info;
     void *p = buffer_for(g, t, &info);
-    int64_t span = tu_span(&info);
+    int64_t span = layout_span(&info);
     for (int64_t i = 0; i < span; i++)
         dnnjit_element_store(info.data_type, p, i, NAN);
     return p;

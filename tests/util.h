@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "dnnjit.h"
+#include "layout.h"
 
 /* Asserts a call succeeded, printing the library's message when it did not. */
 #define TU_OK(call)                                                                             \
@@ -43,10 +44,5 @@ void *tu_random_buffer(dnnjit_graph_t g, dnnjit_tensor_t t, double lo, double hi
 /* Allocates a buffer for a tensor filled with NaN (poison). */
 void *tu_poison_buffer(dnnjit_graph_t g, dnnjit_tensor_t t);
 
-/* The offset of the element at a linear row-major index into the tensor's strides. */
-int64_t tu_offset(const dnnjit_tensor_info_t *info, int64_t linear);
-/* Element count and storage span (max offset + 1). */
-int64_t tu_numel(const dnnjit_tensor_info_t *info);
-int64_t tu_span(const dnnjit_tensor_info_t *info);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "dnnjit.h"
 #include "gpu.h"
+#include "layout.h"
 #include "jit/jit.h"
 
 #include <errno.h>
@@ -121,41 +122,6 @@ typedef struct buffers {
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
-static double uniform(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0;
-}
-
-static int64_t span_of(const dnnjit_tensor_info_t *t)
-{
-    int64_t span = 1;
-    for (int i = 0; i < t->ndim; i++)
-        span += (t->dim[i] - 1) * t->stride[i];
-    return span;
-}
-
-static int64_t numel_of(const dnnjit_tensor_info_t *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++)
-        n *= t->dim[i];
-    return n;
-}
-
-/* The storage offset of the element with row-major index `linear`. */
-static int64_t offset_of(const dnnjit_tensor_info_t *t, int64_t linear)
-{
-    int64_t off = 0;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        off += linear % t->dim[i] * t->stride[i];
-        linear /= t->dim[i];
-    }
-    return off;
-}
-
 static void free_buffers(buffers_t *b)
 {
     for (int64_t i = 0; i < b->count; i++)
@@ -181,7 +147,7 @@ static int make_buffers(dnnjit_graph_t g, buffers_t *b)
         dnnjit_tensor_get_info(g, id, &t);
         if (t.is_virtual || t.has_value)
             continue;
-        int64_t span = span_of(&t);
+        int64_t span = layout_span(&t);
         void *p = calloc((size_t)span, dnnjit_data_type_size(t.data_type));
         if (!p) {
             free_buffers(b);
@@ -189,8 +155,8 @@ static int make_buffers(dnnjit_graph_t g, buffers_t *b)
             return EXIT_FAILED;
         }
         bool is_input = t.producer < 0;
-        for (int64_t i = 0; i < numel_of(&t); i++)
-            dnnjit_element_store(t.data_type, p, offset_of(&t, i), is_input ? uniform() : NAN);
+        for (int64_t i = 0; i < layout_numel(&t); i++)
+            dnnjit_element_store(t.data_type, p, layout_offset(&t, i), is_input ? layout_uniform(&rng) * 2.0 - 1.0 : NAN);
         b->info[b->count] = t;
         b->pack[b->count++] = (dnnjit_variant_t){t.uid, p};
     }
@@ -214,9 +180,9 @@ static int64_t summarize_outputs(const buffers_t *b)
         if (t->producer < 0)
             continue;
         double lo = INFINITY, hi = -INFINITY, sum = 0, sq = 0;
-        int64_t nans = 0, n = numel_of(t);
+        int64_t nans = 0, n = layout_numel(t);
         for (int64_t j = 0; j < n; j++) {
-            double v = dnnjit_element_load(t->data_type, b->pack[i].ptr, offset_of(t, j));
+            double v = dnnjit_element_load(t->data_type, b->pack[i].ptr, layout_offset(t, j));
             if (isnan(v)) {
                 nans++;
                 continue;

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "gpu.h"
+#include "layout.h"
 
 #include "jit/jit.h"
 
@@ -16,32 +17,6 @@ typedef struct tensor_buffers {
     void *readback; /* outputs: what the device wrote */
     dnnjit__cu_deviceptr_t device;
 } tensor_buffers_t;
-
-static double next_uniform(uint64_t *rng)
-{
-    *rng ^= *rng << 13;
-    *rng ^= *rng >> 7;
-    *rng ^= *rng << 17;
-    return (double)(*rng >> 11) / 9007199254740992.0;
-}
-
-static int64_t numel(const dnnjit_tensor_info_t *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++)
-        n *= t->dim[i];
-    return n;
-}
-
-static int64_t offset(const dnnjit_tensor_info_t *t, int64_t linear)
-{
-    int64_t off = 0;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        off += linear % t->dim[i] * t->stride[i];
-        linear /= t->dim[i];
-    }
-    return off;
-}
 
 double gpu_tolerance(dnnjit_graph_t g)
 {
@@ -60,9 +35,9 @@ double gpu_tolerance(dnnjit_graph_t g)
 static double relative_error(const tensor_buffers_t *b)
 {
     double diff = 0, norm = 0;
-    for (int64_t i = 0; i < numel(&b->info); i++) {
-        double got = dnnjit_element_load(b->info.data_type, b->readback, offset(&b->info, i));
-        double want = dnnjit_element_load(b->info.data_type, b->host, offset(&b->info, i));
+    for (int64_t i = 0; i < layout_numel(&b->info); i++) {
+        double got = dnnjit_element_load(b->info.data_type, b->readback, layout_offset(&b->info, i));
+        double want = dnnjit_element_load(b->info.data_type, b->host, layout_offset(&b->info, i));
         if (isnan(got) || isnan(want))
             return NAN;
         diff += (got - want) * (got - want);
@@ -133,9 +108,7 @@ dnnjit_status_t gpu_run_and_check(dnnjit_graph_t g, uint64_t *rng, double lo, do
         dnnjit_tensor_get_info(g, id, &b->info);
         if (b->info.is_virtual || b->info.has_value)
             continue;
-        int64_t span = 1;
-        for (int i = 0; i < b->info.ndim; i++)
-            span += (b->info.dim[i] - 1) * b->info.stride[i];
+        int64_t span = layout_span(&b->info);
         b->bytes = (size_t)span * dnnjit_data_type_size(b->info.data_type);
         b->host = malloc(b->bytes);
         b->readback = malloc(b->bytes);
@@ -145,7 +118,7 @@ dnnjit_status_t gpu_run_and_check(dnnjit_graph_t g, uint64_t *rng, double lo, do
         }
         bool is_output = b->info.producer >= 0;
         for (int64_t i = 0; i < span; i++)
-            dnnjit_element_store(b->info.data_type, b->host, i, is_output ? NAN : lo + (hi - lo) * next_uniform(rng));
+            dnnjit_element_store(b->info.data_type, b->host, i, is_output ? NAN : lo + (hi - lo) * layout_uniform(rng));
         host_pack[n] = (dnnjit_variant_t){b->info.uid, b->host};
         if (b->info.is_pass_by_value) {
             /* Scalars passed by value stay on the host, for both executors; kept positive

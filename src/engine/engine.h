@@ -40,4 +40,15 @@ typedef struct dnnjit__engine {
 
 void dnnjit__kernel_free(dnnjit__kernel_t *k);
 
+/* Tensor i of a group: its inputs first, then its outputs. */
+dnnjit_tensor_t dnnjit__group_tensor(const dnnjit__group_t *grp, int64_t i);
+
+/* Gives every tensor the group touches an argument slot (inputs, then outputs);
+ * pass-by-value tensors with a fixed value become literals and need none. False when they
+ * do not fit in a kernel's arguments. */
+bool dnnjit__kernel_assign_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__kernel_t *k);
+
+/* The index of `id` in `list` (a kernel's tensors or scalars), or -1. */
+int dnnjit__slot_of(const dnnjit_tensor_t *list, int n, dnnjit_tensor_t id);
+
 #endif

@@ -27,42 +27,6 @@ static int64_t blocks_for(int64_t threads)
     return blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
 }
 
-static dnnjit_tensor_t group_tensor(const dnnjit__group_t *grp, int64_t i)
-{
-    return i < grp->input_count ? grp->inputs[i] : grp->outputs[i - grp->input_count];
-}
-
-static int slot_of(const dnnjit_tensor_t *list, int n, dnnjit_tensor_t id)
-{
-    for (int i = 0; i < n; i++)
-        if (list[i] == id)
-            return i;
-    return -1;
-}
-
-/* Gives every tensor the group touches an argument slot (inputs, then outputs);
- * pass-by-value tensors with a fixed value become literals and need none. False when they
- * do not fit in a kernel's arguments. */
-static bool assign_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__kernel_t *k)
-{
-    for (int64_t i = 0; i < grp->input_count + grp->output_count; i++) {
-        dnnjit_tensor_t id = group_tensor(grp, i);
-        const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
-        if (t->is_pass_by_value && t->has_value)
-            continue;
-        if (t->is_pass_by_value) {
-            if (k->scalar_count == DNNJIT__MAX_KERNEL_SCALARS)
-                return false;
-            k->scalars[k->scalar_count++] = id;
-        } else {
-            if (k->tensor_count == DNNJIT__MAX_KERNEL_TENSORS)
-                return false;
-            k->tensors[k->tensor_count++] = id;
-        }
-    }
-    return true;
-}
-
 /* The template (src/kernels/fallback_<name>.cuh, entry dj_fallback_<name>) that runs a
  * group, or NULL. */
 static const char *kernel_name(dnnjit_graph_t g, const dnnjit__group_t *grp)
@@ -101,7 +65,7 @@ static bool fb_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, 
         reason = "unknown knob";
     else if (!kernel_name(g, grp))
         reason = "the group's op has no fallback kernel";
-    else if (!assign_slots(g, grp, &slots))
+    else if (!dnnjit__kernel_assign_slots(g, grp, &slots))
         reason = "the group touches more tensors or scalars than a kernel takes";
     if (reason && why)
         snprintf(why, why_size, "%s", reason);
@@ -134,7 +98,7 @@ static double fb_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     (void)knob;
     double bytes = 0;
     for (int64_t i = 0; i < grp->input_count + grp->output_count; i++) {
-        const dnnjit__tensor_t *t = dnnjit__tensor(g, group_tensor(grp, i));
+        const dnnjit__tensor_t *t = dnnjit__tensor(g, dnnjit__group_tensor(grp, i));
         bytes += (double)dnnjit__numel(t->ndim, t->dim) * (double)dnnjit_data_type_size(t->resolved_type);
     }
     const dnnjit__node_t *n = &g->nodes[grp->first_node];
@@ -234,7 +198,7 @@ static void emit_port(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__node
 {
     dnnjit_tensor_t id = port_tensor(n, port);
     const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
-    int slot = slot_of(k->tensors, k->tensor_count, id);
+    int slot = dnnjit__slot_of(k->tensors, k->tensor_count, id);
     bool in_memory = t && slot >= 0;
     const char *type = t ? dnnjit__cuda_type(t->resolved_type) : "";
     dnnjit__tensor_t view = {0};
@@ -279,7 +243,7 @@ static void emit_port(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__node
         if (t && t->is_pass_by_value && t->has_value)
             emit_acc_literal(sb, dbl, t->value);
         else if (t && t->is_pass_by_value)
-            dnnjit__sb_printf(sb, "args.scalar[%d]", slot_of(k->scalars, k->scalar_count, id));
+            dnnjit__sb_printf(sb, "args.scalar[%d]", dnnjit__slot_of(k->scalars, k->scalar_count, id));
         else
             emit_acc_literal(sb, dbl, absent);
         dnnjit__sb_append(sb, ");\n}\n\n");
@@ -340,10 +304,10 @@ static void emit_element_fn(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit
             continue;
         dnnjit__sb_printf(sb, "    const float v%u = ", grp->inputs[i]);
         if (t->is_pass_by_value) {
-            dnnjit__emit_scalar(sb, t, slot_of(k->scalars, k->scalar_count, grp->inputs[i]));
+            dnnjit__emit_scalar(sb, t, dnnjit__slot_of(k->scalars, k->scalar_count, grp->inputs[i]));
         } else {
             dnnjit__sb_printf(sb, "dj_to_float(((const %s *)args.ptr[%d])[", dnnjit__cuda_type(t->resolved_type),
-                              slot_of(k->tensors, k->tensor_count, grp->inputs[i]));
+                              dnnjit__slot_of(k->tensors, k->tensor_count, grp->inputs[i]));
             dnnjit__emit_offset(sb, t, shape->ndim);
             dnnjit__sb_append(sb, "])");
         }
@@ -357,7 +321,7 @@ static void emit_element_fn(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit
     for (int64_t i = 0; i < grp->output_count; i++) {
         const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->outputs[i]);
         const char *type = dnnjit__cuda_type(t->resolved_type);
-        dnnjit__sb_printf(sb, "    ((%s *)args.ptr[%d])[", type, slot_of(k->tensors, k->tensor_count, grp->outputs[i]));
+        dnnjit__sb_printf(sb, "    ((%s *)args.ptr[%d])[", type, dnnjit__slot_of(k->tensors, k->tensor_count, grp->outputs[i]));
         dnnjit__emit_offset(sb, t, shape->ndim);
         if (grp->outputs[i] == mm)
             dnnjit__sb_printf(sb, "] = dj_from_acc<%s>(acc);\n", type);
@@ -492,7 +456,7 @@ static dnnjit_status_t fb_generate(dnnjit_graph_t g, const dnnjit__partition_t *
     *k = (dnnjit__kernel_t){0};
     const dnnjit__node_t *n = &g->nodes[grp->first_node];
     const char *name = kernel_name(g, grp);
-    if (!name || !assign_slots(g, grp, k))
+    if (!name || !dnnjit__kernel_assign_slots(g, grp, k))
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "fallback engine: %s \"%s\" is not supported",
                             dnnjit__op_label(n->op), n->name);
     bool dbl = dnnjit__node_compute_type(g, n) == DNNJIT_DATA_TYPE_DOUBLE;

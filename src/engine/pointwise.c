@@ -48,7 +48,7 @@ static int vector_width(dnnjit_graph_t g, const dnnjit__group_t *grp)
     const dnnjit__tensor_t *shape = group_shape(g, grp);
     size_t widest = 1;
     for (int64_t i = 0; i < grp->input_count + grp->output_count; i++) {
-        dnnjit_tensor_t id = i < grp->input_count ? grp->inputs[i] : grp->outputs[i - grp->input_count];
+        dnnjit_tensor_t id = dnnjit__group_tensor(grp, i);
         const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
         if (t->is_pass_by_value || (i < grp->input_count && is_scalar(t)))
             continue;
@@ -69,7 +69,7 @@ static bool pw_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, 
         reason = "the group is not a pointwise DAG";
     else if (knob < 0 || knob >= KNOB_COUNT)
         reason = "unknown knob";
-    else if (grp->input_count + grp->output_count > DNNJIT__MAX_KERNEL_TENSORS)
+    else if (!dnnjit__kernel_assign_slots(g, grp, &(dnnjit__kernel_t){0}))
         reason = "the group touches more tensors than a kernel takes";
     else if (knobs[knob].vector && vector_width(g, grp) == 1)
         reason = "vector access needs every tensor dense in the output's order";
@@ -88,35 +88,11 @@ static double pw_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     /* Bytes moved at about 3.8 TB/s; scalar access reaches about 70% of that. */
     double bytes = 0;
     for (int64_t i = 0; i < grp->input_count + grp->output_count; i++) {
-        dnnjit_tensor_t id = i < grp->input_count ? grp->inputs[i] : grp->outputs[i - grp->input_count];
+        dnnjit_tensor_t id = dnnjit__group_tensor(grp, i);
         const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
         bytes += (double)dnnjit__numel(t->ndim, t->dim) * (double)dnnjit_data_type_size(t->resolved_type);
     }
     return 2.0 + bytes / 3.8e6 / (knobs[knob].vector ? 1.0 : 0.7);
-}
-
-/* Gives every tensor the group touches an argument slot (supports() has checked that they
- * fit); pass-by-value tensors with a fixed value become literals and need none. */
-static void assign_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__kernel_t *k)
-{
-    for (int64_t i = 0; i < grp->input_count + grp->output_count; i++) {
-        dnnjit_tensor_t id = i < grp->input_count ? grp->inputs[i] : grp->outputs[i - grp->input_count];
-        const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
-        if (t->is_pass_by_value) {
-            if (!t->has_value)
-                k->scalars[k->scalar_count++] = id;
-        } else {
-            k->tensors[k->tensor_count++] = id;
-        }
-    }
-}
-
-static int slot_of(const dnnjit_tensor_t *list, int n, dnnjit_tensor_t id)
-{
-    for (int i = 0; i < n; i++)
-        if (list[i] == id)
-            return i;
-    return -1;
 }
 
 /* Emits the loads of the group's inputs (element `e` of vectors in the vector form), the
@@ -129,12 +105,12 @@ static void emit_body(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__grou
         const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->inputs[i]);
         dnnjit__sb_printf(sb, "%sconst float v%u = ", indent, grp->inputs[i]);
         if (t->is_pass_by_value) {
-            dnnjit__emit_scalar(sb, t, slot_of(k->scalars, k->scalar_count, grp->inputs[i]));
+            dnnjit__emit_scalar(sb, t, dnnjit__slot_of(k->scalars, k->scalar_count, grp->inputs[i]));
         } else if (vector && !is_scalar(t)) {
             dnnjit__sb_printf(sb, "dj_to_float(in%lld.v[e])", (long long)i);
         } else {
             dnnjit__sb_printf(sb, "dj_to_float(((const %s *)args.ptr[%d])[", dnnjit__cuda_type(t->resolved_type),
-                              slot_of(k->tensors, k->tensor_count, grp->inputs[i]));
+                              dnnjit__slot_of(k->tensors, k->tensor_count, grp->inputs[i]));
             if (vector)
                 dnnjit__sb_append(sb, "0");
             else
@@ -153,7 +129,7 @@ static void emit_body(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__grou
                               grp->outputs[i]);
         } else {
             dnnjit__sb_printf(sb, "%s((%s *)args.ptr[%d])[", indent, type,
-                              slot_of(k->tensors, k->tensor_count, grp->outputs[i]));
+                              dnnjit__slot_of(k->tensors, k->tensor_count, grp->outputs[i]));
             dnnjit__emit_offset(sb, t, shape->ndim);
             dnnjit__sb_printf(sb, "] = dj_from_float<%s>(v%u);\n", type, grp->outputs[i]);
         }
@@ -167,7 +143,7 @@ static void emit_vector(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__gr
     dnnjit__sb_append(sb, "__device__ __forceinline__ bool dj_aligned(const DjArgs &args)\n{\n    return (0");
     for (int i = 0; i < k->tensor_count; i++) {
         const dnnjit__tensor_t *t = dnnjit__tensor(g, k->tensors[i]);
-        if (slot_of(grp->inputs, (int)grp->input_count, k->tensors[i]) >= 0 && is_scalar(t))
+        if (dnnjit__slot_of(grp->inputs, (int)grp->input_count, k->tensors[i]) >= 0 && is_scalar(t))
             continue;
         dnnjit__sb_printf(sb, " | ((dj_u64)args.ptr[%d] %% %zu)", i, dnnjit_data_type_size(t->resolved_type) * (size_t)vec);
     }
@@ -179,7 +155,7 @@ static void emit_vector(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__gr
             continue;
         const char *type = dnnjit__cuda_type(t->resolved_type);
         dnnjit__sb_printf(sb, "    const dj_vec<%s, DJ_VEC> in%lld = *(const dj_vec<%s, DJ_VEC> *)((const %s *)args.ptr[%d] + i0);\n",
-                          type, (long long)i, type, type, slot_of(k->tensors, k->tensor_count, grp->inputs[i]));
+                          type, (long long)i, type, type, dnnjit__slot_of(k->tensors, k->tensor_count, grp->inputs[i]));
     }
     for (int64_t i = 0; i < grp->output_count; i++)
         dnnjit__sb_printf(sb, "    dj_vec<%s, DJ_VEC> out%lld;\n",
@@ -190,7 +166,7 @@ static void emit_vector(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__gr
     for (int64_t i = 0; i < grp->output_count; i++) {
         const char *type = dnnjit__cuda_type(dnnjit__tensor(g, grp->outputs[i])->resolved_type);
         dnnjit__sb_printf(sb, "    *(dj_vec<%s, DJ_VEC> *)((%s *)args.ptr[%d] + i0) = out%lld;\n", type, type,
-                          slot_of(k->tensors, k->tensor_count, grp->outputs[i]), (long long)i);
+                          dnnjit__slot_of(k->tensors, k->tensor_count, grp->outputs[i]), (long long)i);
     }
     dnnjit__sb_append(sb, "}\n\n");
 }
@@ -203,7 +179,7 @@ static dnnjit_status_t pw_generate(dnnjit_graph_t g, const dnnjit__partition_t *
     const dnnjit__tensor_t *shape = group_shape(g, grp);
     int64_t numel = dnnjit__numel(shape->ndim, shape->dim);
     int vec = knobs[knob].vector ? vector_width(g, grp) : 1;
-    assign_slots(g, grp, k);
+    dnnjit__kernel_assign_slots(g, grp, k); /* supports() checked that they fit */
 
     dnnjit__strbuf_t sb = {0};
     dnnjit__sb_append(&sb, dnnjit__template("common.cuh"));
