@@ -47,10 +47,7 @@ void tu_seed(uint64_t seed)
 
 double tu_uniform(double lo, double hi)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
+    return lo + (hi - lo) * layout_uniform(&rng_state);
 }
 
 static void *buffer_for(dnnjit_graph_t g, dnnjit_tensor_t t, dnnjit_tensor_info_t *info)
