@@ -323,6 +323,41 @@ dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t g, int64_t index, ch
 
 /* ---- building ------------------------------------------------------------------------ */
 
+/* A kernel loaded on the device, owned by its kernel-cache entry. */
+typedef struct loaded_kernel {
+    dnnjit__cu_module_t module;
+    dnnjit__cu_function_t fn;
+} loaded_kernel_t;
+
+static void unload_kernel(void *object)
+{
+    loaded_kernel_t *k = object;
+    dnnjit__cuda()->cuModuleUnload(k->module);
+    free(k);
+}
+
+/* Loads a built kernel's CUBIN and attaches it to its cache entry. If another graph
+ * attached the same kernel meanwhile, that one is used and this load is undone. */
+static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__jit_key_t key,
+                                       const loaded_kernel_t **out)
+{
+    loaded_kernel_t *k = malloc(sizeof *k);
+    if (!k)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "build_plans: out of memory");
+    dnnjit_status_t s = dnnjit__driver_load_kernel(b->cubin, b->kernel.entry, &k->module, &k->fn);
+    if (s) {
+        free(k);
+        return s;
+    }
+    void *existing = NULL;
+    s = dnnjit__jit_cache_attach(key, k, unload_kernel, &existing);
+    if (s || existing)
+        unload_kernel(k);
+    if (!s)
+        *out = existing ? existing : k;
+    return s;
+}
+
 static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const char *arch, bool has_device)
 {
     if (plan->built)
@@ -335,18 +370,12 @@ static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const 
         if (s || !has_device)
             continue;
         /* Loaded modules are shared through the cache entry, so that graphs with the same
-         * kernel load it once and it lives as long as the cache does. */
-        b->function = dnnjit__jit_cache_object(key);
-        if (!b->function) {
-            dnnjit__cu_module_t module;
-            dnnjit__cu_function_t fn;
-            s = dnnjit__driver_load_kernel(b->cubin, b->kernel.entry, &module, &fn);
-            if (!s) {
-                void *existing = NULL;
-                s = dnnjit__jit_cache_attach(key, fn, NULL, &existing);
-                b->function = existing ? existing : (void *)fn;
-            }
-        }
+         * kernel load it once; the entry unloads the module when it goes away. */
+        const loaded_kernel_t *loaded = dnnjit__jit_cache_object(key);
+        if (!loaded)
+            s = load_and_attach(b, key, &loaded);
+        if (!s)
+            b->function = loaded->fn;
     }
     plan->built = !s;
     return s;
