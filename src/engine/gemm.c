@@ -214,6 +214,8 @@ static bool gemm_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         reason = "mma.sync with bf16 and cp.async need sm_80 or later";
     } else if (kn.tf32 && p.kind != KIND_F32X3) {
         reason = "the TF32 knob applies to FLOAT inputs only";
+    } else if (p.kind == KIND_F32X3 && !kn.tf32 && kn.tile.wm * kn.tile.wn > 32 * 64) {
+        reason = "exact FLOAT keeps a second accumulator per thread, which fits warp tiles up to 32x64";
     } else if (!dnnjit__kernel_assign_slots(g, grp, &slots) ||
                (kn.split > 1 && slots.tensor_count >= DNNJIT__MAX_KERNEL_TENSORS)) {
         reason = "the group touches more tensors or scalars than a kernel takes";

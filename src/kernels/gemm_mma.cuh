@@ -138,8 +138,9 @@ __device__ __forceinline__ void dj_load_tile(T *smem, const T *g, int mn0, dj_i6
             dj_cp_async16(smem + Tile::at(mn_l, k_l), bytes ? g + mn * SMN + k * SK : g, bytes);
         }
     } else {
+        // The slow path stays a rolled loop: unrolled, it doubles the kernel's compile time.
         constexpr int ELEMS = OUTER * INNER;
-#pragma unroll 4
+#pragma unroll 1
         for (int e = (int)threadIdx.x; e < ELEMS; e += DJ_THREADS) {
             const int o = e / INNER, in = e % INNER;
             const int mn_l = KMAJOR ? o : in, k_l = KMAJOR ? in : o;
@@ -216,7 +217,17 @@ __device__ __forceinline__ void dj_frag_b32(unsigned big[2], unsigned small[2], 
 
 typedef DjTile<dj_ta, DJ_A_KMAJOR, DJ_BM> DjTileA;
 typedef DjTile<dj_tb, DJ_B_KMAJOR, DJ_BN> DjTileB;
-constexpr int DJ_SMEM_BYTES = DJ_STAGES * (DjTileA::ELEMS * (int)sizeof(dj_ta) + DjTileB::ELEMS * (int)sizeof(dj_tb));
+
+__device__ __forceinline__ void dj_zero(float (&acc)[DJ_MI][DJ_NI][4])
+{
+#pragma unroll
+    for (int mi = 0; mi < DJ_MI; mi++)
+#pragma unroll
+        for (int ni = 0; ni < DJ_NI; ni++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[mi][ni][e] = 0.0f;
+}
 
 // One K step of DJ_BK on the tiles of one stage, accumulated into the warp's acc.
 __device__ __forceinline__ void dj_mma_stage(float (&acc)[DJ_MI][DJ_NI][4], const dj_ta *sa, const dj_tb *sb, int wm0,
@@ -295,13 +306,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs ar
     const int wm0 = warp % DJ_WARPS_M * DJ_WM, wn0 = warp / DJ_WARPS_M * DJ_WN;
 
     float acc[DJ_MI][DJ_NI][4];
-#pragma unroll
-    for (int mi = 0; mi < DJ_MI; mi++)
-#pragma unroll
-        for (int ni = 0; ni < DJ_NI; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                acc[mi][ni][e] = 0.0f;
+    dj_zero(acc);
 
     // Stage s holds K tile kt0 + s (mod DJ_STAGES). Every step commits one copy group, empty
     // or not, so that waiting for all but the newest DJ_STAGES - 2 groups always means the
@@ -328,7 +333,22 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs ar
             load(t + DJ_STAGES - 1);
         dj_cp_commit();
         const int stage = t % DJ_STAGES;
-        dj_mma_stage(acc, sa + stage * DjTileA::ELEMS, sb + stage * DjTileB::ELEMS, wm0, wn0, lane);
+        if constexpr (DJ_KIND == 3) {
+            // The tensor cores' fp32 accumulation rounds less carefully than an FADD; for fp32
+            // accuracy over long K each stage's products are summed apart and then added.
+            float part[DJ_MI][DJ_NI][4];
+            dj_zero(part);
+            dj_mma_stage(part, sa + stage * DjTileA::ELEMS, sb + stage * DjTileB::ELEMS, wm0, wn0, lane);
+#pragma unroll
+            for (int mi = 0; mi < DJ_MI; mi++)
+#pragma unroll
+                for (int ni = 0; ni < DJ_NI; ni++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[mi][ni][e] += part[mi][ni][e];
+        } else {
+            dj_mma_stage(acc, sa + stage * DjTileA::ELEMS, sb + stage * DjTileB::ELEMS, wm0, wn0, lane);
+        }
     }
     dj_cp_wait<0>();
 
