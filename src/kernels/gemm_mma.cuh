@@ -229,52 +229,54 @@ __device__ __forceinline__ void dj_zero(float (&acc)[DJ_MI][DJ_NI][4])
                 acc[mi][ni][e] = 0.0f;
 }
 
-// One K step of DJ_BK on the tiles of one stage, accumulated into the warp's acc.
-__device__ __forceinline__ void dj_mma_stage(float (&acc)[DJ_MI][DJ_NI][4], const dj_ta *sa, const dj_tb *sb, int wm0,
-                                             int wn0, int lane)
+// The fragments of one mma k-step for the whole warp tile; with DJ_KIND 3 also the small
+// halves of the fp32 split.
+struct DjFrags {
+    unsigned a[DJ_MI][4], b[DJ_NI][2];
+    unsigned as[DJ_KIND == 3 ? DJ_MI : 1][4], bs[DJ_KIND == 3 ? DJ_NI : 1][2];
+};
+
+__device__ __forceinline__ void dj_load_frags(DjFrags &f, const dj_ta *sa, const dj_tb *sb, int kk, int wm0, int wn0,
+                                              int lane)
+{
+    if constexpr (!DJ_TF32) {
+#pragma unroll
+        for (int mi = 0; mi < DJ_MI; mi++)
+            dj_frag_a16<dj_ta, DJ_A_KMAJOR, DJ_BM>(f.a[mi], sa, wm0 + mi * 16, kk, lane);
+#pragma unroll
+        for (int ni = 0; ni < DJ_NI; ni += 2) {
+            unsigned q[4];
+            dj_frag_b16<dj_tb, DJ_B_KMAJOR, DJ_BN>(q, sb, wn0 + ni * 8, kk, lane);
+            f.b[ni][0] = q[0];
+            f.b[ni][1] = q[1];
+            f.b[ni + 1][0] = q[2];
+            f.b[ni + 1][1] = q[3];
+        }
+    } else {
+#pragma unroll
+        for (int mi = 0; mi < DJ_MI; mi++)
+            dj_frag_a32<DJ_A_KMAJOR, DJ_BM>(f.a[mi], f.as[DJ_KIND == 3 ? mi : 0], (const float *)sa, wm0 + mi * 16, kk,
+                                            lane);
+#pragma unroll
+        for (int ni = 0; ni < DJ_NI; ni++)
+            dj_frag_b32<DJ_B_KMAJOR, DJ_BN>(f.b[ni], f.bs[DJ_KIND == 3 ? ni : 0], (const float *)sb, wn0 + ni * 8, kk,
+                                            lane);
+    }
+}
+
+__device__ __forceinline__ void dj_mma_frags(float (&acc)[DJ_MI][DJ_NI][4], const DjFrags &f)
 {
 #pragma unroll
-    for (int kk = 0; kk < DJ_BK; kk += DJ_KSTEP) {
-        unsigned a[DJ_MI][4], b[DJ_NI][2];
-        if constexpr (!DJ_TF32) {
+    for (int mi = 0; mi < DJ_MI; mi++)
 #pragma unroll
-            for (int mi = 0; mi < DJ_MI; mi++)
-                dj_frag_a16<dj_ta, DJ_A_KMAJOR, DJ_BM>(a[mi], sa, wm0 + mi * 16, kk, lane);
-#pragma unroll
-            for (int ni = 0; ni < DJ_NI; ni += 2) {
-                unsigned q[4];
-                dj_frag_b16<dj_tb, DJ_B_KMAJOR, DJ_BN>(q, sb, wn0 + ni * 8, kk, lane);
-                b[ni][0] = q[0];
-                b[ni][1] = q[1];
-                b[ni + 1][0] = q[2];
-                b[ni + 1][1] = q[3];
+        for (int ni = 0; ni < DJ_NI; ni++) {
+            // The small products first, so they are not lost against the big one.
+            if constexpr (DJ_KIND == 3) {
+                dj_mma(acc[mi][ni], f.as[mi], f.b[ni]);
+                dj_mma(acc[mi][ni], f.a[mi], f.bs[ni]);
             }
-#pragma unroll
-            for (int mi = 0; mi < DJ_MI; mi++)
-#pragma unroll
-                for (int ni = 0; ni < DJ_NI; ni++)
-                    dj_mma(acc[mi][ni], a[mi], b[ni]);
-        } else {
-            unsigned as[DJ_MI][4], bs[DJ_NI][2];
-#pragma unroll
-            for (int mi = 0; mi < DJ_MI; mi++)
-                dj_frag_a32<DJ_A_KMAJOR, DJ_BM>(a[mi], as[mi], (const float *)sa, wm0 + mi * 16, kk, lane);
-#pragma unroll
-            for (int ni = 0; ni < DJ_NI; ni++)
-                dj_frag_b32<DJ_B_KMAJOR, DJ_BN>(b[ni], bs[ni], (const float *)sb, wn0 + ni * 8, kk, lane);
-#pragma unroll
-            for (int mi = 0; mi < DJ_MI; mi++)
-#pragma unroll
-                for (int ni = 0; ni < DJ_NI; ni++) {
-                    // The small products first, so they are not lost against the big one.
-                    if constexpr (DJ_KIND == 3) {
-                        dj_mma(acc[mi][ni], as[mi], b[ni]);
-                        dj_mma(acc[mi][ni], a[mi], bs[ni]);
-                    }
-                    dj_mma(acc[mi][ni], a[mi], b[ni]);
-                }
+            dj_mma(acc[mi][ni], f.a[mi], f.b[ni]);
         }
-    }
 }
 
 extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs args)
@@ -310,7 +312,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs ar
 
     // Stage s holds K tile kt0 + s (mod DJ_STAGES). Every step commits one copy group, empty
     // or not, so that waiting for all but the newest DJ_STAGES - 2 groups always means the
-    // tile about to be used has landed.
+    // next tile to be read has landed.
     auto load = [&](int t) {
         const int stage = t % DJ_STAGES;
         const dj_i64 k0 = (dj_i64)(kt0 + t) * DJ_BK;
@@ -325,29 +327,56 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs ar
             load(s);
         dj_cp_commit();
     }
+    dj_cp_wait<DJ_STAGES - 2>();
+    __syncthreads();
+
+    // Software pipeline: the fragments of the next k-step (at a tile's last step, of the next
+    // tile's first) are read from shared memory while the tensor cores work on this one's.
+    constexpr int KSTEPS = DJ_BK / DJ_KSTEP;
+    DjFrags frag[2];
+    int read_stage = 0;
+    if (kt_count > 0)
+        dj_load_frags(frag[0], sa, sb, 0, wm0, wn0, lane);
+    float part[DJ_MI][DJ_NI][4]; // used by DJ_KIND 3 only
+    if constexpr (DJ_KIND == 3)
+        dj_zero(part);
     for (int t = 0; t < kt_count; t++) {
-        dj_cp_wait<DJ_STAGES - 2>();
-        __syncthreads();
-        // The stage refilled here was read in step t - 1, which every thread has finished.
-        if (t + DJ_STAGES - 1 < kt_count)
-            load(t + DJ_STAGES - 1);
-        dj_cp_commit();
-        const int stage = t % DJ_STAGES;
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; kk++) {
+            if (kk == KSTEPS - 1) {
+                // The next tile must have landed, and every warp be done with the stage the
+                // copy issued below (at kk == 0 of the next step) overwrites.
+                dj_cp_wait<DJ_STAGES - 2>();
+                __syncthreads();
+                read_stage = read_stage + 1 == DJ_STAGES ? 0 : read_stage + 1;
+            }
+            if (kk < KSTEPS - 1 || t + 1 < kt_count)
+                dj_load_frags(frag[(kk + 1) % 2], sa + read_stage * DjTileA::ELEMS, sb + read_stage * DjTileB::ELEMS,
+                              (kk + 1) % KSTEPS * DJ_KSTEP, wm0, wn0, lane);
+            if (kk == 0) {
+                // This refills the stage read in step t - 1, which every warp finished before
+                // the barrier at the end of that step.
+                if (t + DJ_STAGES - 1 < kt_count)
+                    load(t + DJ_STAGES - 1);
+                dj_cp_commit();
+            }
+            if constexpr (DJ_KIND == 3)
+                dj_mma_frags(part, frag[kk % 2]);
+            else
+                dj_mma_frags(acc, frag[kk % 2]);
+        }
         if constexpr (DJ_KIND == 3) {
             // The tensor cores' fp32 accumulation rounds less carefully than an FADD; for fp32
-            // accuracy over long K each stage's products are summed apart and then added.
-            float part[DJ_MI][DJ_NI][4];
-            dj_zero(part);
-            dj_mma_stage(part, sa + stage * DjTileA::ELEMS, sb + stage * DjTileB::ELEMS, wm0, wn0, lane);
+            // accuracy over long K each tile's products are summed apart and then added.
 #pragma unroll
             for (int mi = 0; mi < DJ_MI; mi++)
 #pragma unroll
                 for (int ni = 0; ni < DJ_NI; ni++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++)
+                    for (int e = 0; e < 4; e++) {
                         acc[mi][ni][e] += part[mi][ni][e];
-        } else {
-            dj_mma_stage(acc, sa + stage * DjTileA::ELEMS, sb + stage * DjTileB::ELEMS, wm0, wn0, lane);
+                        part[mi][ni][e] = 0.0f;
+                    }
         }
     }
     dj_cp_wait<0>();
