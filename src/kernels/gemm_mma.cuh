@@ -112,48 +112,91 @@ template <typename T, bool KMAJOR, int MNT> struct DjTile {
     static __device__ __forceinline__ int at(int mn, int k) { return KMAJOR ? mn * PITCH + k : k * PITCH + mn; }
 };
 
-// Copies the MNT x DJ_BK tile at (mn0, k0) of an operand (extent MN along M or N, strides SMN
-// and SK) into shared memory, zeros outside the matrix. With VEC and a 16-byte aligned base,
-// asynchronous 16-byte copies along the contiguous axis; otherwise element by element.
-template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bool VEC>
-__device__ __forceinline__ void dj_load_tile(T *smem, const T *g, int mn0, dj_i64 k0, bool aligned)
-{
+// Copies K tiles of one operand (extent MN along M or N, strides SMN and SK) into shared
+// memory, zeros outside the matrix. Each thread's place in the tile, its source pointer and
+// which of its rows lie inside the matrix are worked out once; a tile then costs one
+// pointer step and one cp.async per 16-byte chunk (the K edge is checked only on a tile
+// that crosses it). Without VEC, or with a base pointer that is not 16-byte aligned, the
+// copy goes element by element instead.
+template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bool VEC> struct DjCopy {
     typedef DjTile<T, KMAJOR, MNT> Tile;
-    constexpr int INNER = KMAJOR ? DJ_BK : MNT;
-    constexpr int OUTER = KMAJOR ? MNT : DJ_BK;
-    if (VEC && aligned) {
-        constexpr int VE = 16 / (int)sizeof(T);
-        constexpr int CHUNKS = OUTER * INNER / VE;
+    static constexpr int VE = 16 / (int)sizeof(T);
+    static constexpr int INNER = KMAJOR ? DJ_BK : MNT; // along the contiguous axis
+    static constexpr int OUTER = KMAJOR ? MNT : DJ_BK;
+    static constexpr int PER_ROW = INNER / VE;          // chunks in one stored row
+    static constexpr int ROWS_PER_PASS = DJ_THREADS / PER_ROW;
+    static constexpr int PASSES = OUTER / ROWS_PER_PASS;
+    static constexpr dj_i64 OUTER_STRIDE = KMAJOR ? SMN : SK;
+    static constexpr dj_i64 TILE_STEP = DJ_BK * SK; // elements from one K tile to the next
+    static_assert(DJ_THREADS % PER_ROW == 0 && OUTER % ROWS_PER_PASS == 0, "tile copy shape");
+
+    const T *g, *src; // the operand; this thread's first chunk in the CTA's first K tile
+    dj_i64 k_first;   // that tile's first K index
+    int mn0, outer0, inner0, dst;
+    unsigned rows_in; // K-major: bit p set when pass p's row lies inside the matrix
+    int mn_bytes;     // MN-major: bytes of this thread's chunk inside the matrix (0..16)
+    bool vec;
+
+    __device__ __forceinline__ DjCopy(const T *g_, int mn0_, dj_i64 k_first_, bool aligned)
+        : g(g_), k_first(k_first_), mn0(mn0_), vec(VEC && aligned)
+    {
+        outer0 = (int)threadIdx.x / PER_ROW;
+        inner0 = (int)threadIdx.x % PER_ROW * VE;
+        const int mn_l = KMAJOR ? outer0 : inner0, k_l = KMAJOR ? inner0 : outer0;
+        src = g + (dj_i64)(mn0 + mn_l) * SMN + (k_first + k_l) * SK;
+        dst = Tile::at(mn_l, k_l);
+        rows_in = 0;
+        if constexpr (KMAJOR) {
 #pragma unroll
-        for (int i = 0; i < (CHUNKS + DJ_THREADS - 1) / DJ_THREADS; i++) {
-            const int c = (int)threadIdx.x + i * DJ_THREADS;
-            if (CHUNKS % DJ_THREADS != 0 && c >= CHUNKS)
-                break;
-            const int o = c / (INNER / VE), in = c % (INNER / VE) * VE;
-            const int mn_l = KMAJOR ? o : in, k_l = KMAJOR ? in : o;
-            const dj_i64 mn = mn0 + mn_l, k = k0 + k_l;
-            const dj_i64 outer_left = KMAJOR ? MN - mn : DJ_K - k;
-            const dj_i64 inner_left = KMAJOR ? DJ_K - k : MN - mn;
-            const int bytes = outer_left > 0 && inner_left > 0 ? (int)(inner_left >= VE ? 16 : inner_left * sizeof(T)) : 0;
-            dj_cp_async16(smem + Tile::at(mn_l, k_l), bytes ? g + mn * SMN + k * SK : g, bytes);
+            for (int p = 0; p < PASSES; p++)
+                rows_in |= (unsigned)(mn0 + outer0 + p * ROWS_PER_PASS < MN) << p;
+            mn_bytes = 0;
+        } else {
+            const dj_i64 left = MN - (mn0 + inner0);
+            mn_bytes = left <= 0 ? 0 : left >= VE ? 16 : (int)left * (int)sizeof(T);
         }
-    } else {
-        // The slow path stays a rolled loop: unrolled, it doubles the kernel's compile time.
-        constexpr int ELEMS = OUTER * INNER;
+    }
+
+    // K tile t (counted from k_first) into `stage`.
+    __device__ __forceinline__ void copy(T *stage, int t) const
+    {
+        const dj_i64 k0 = k_first + (dj_i64)t * DJ_BK;
+        if (!vec) {
+            copy_elements(stage, k0);
+            return;
+        }
+        const T *base = src + (dj_i64)t * TILE_STEP;
+        const bool whole = k0 + DJ_BK <= DJ_K;
+#pragma unroll
+        for (int p = 0; p < PASSES; p++) {
+            int bytes;
+            if constexpr (KMAJOR) {
+                const dj_i64 left = DJ_K - (k0 + inner0);
+                bytes = !(rows_in >> p & 1) ? 0
+                        : whole             ? 16
+                        : left <= 0         ? 0
+                        : left >= VE        ? 16
+                                            : (int)left * (int)sizeof(T);
+            } else {
+                bytes = whole || k0 + outer0 + p * ROWS_PER_PASS < DJ_K ? mn_bytes : 0;
+            }
+            dj_cp_async16(stage + dst + p * ROWS_PER_PASS * Tile::PITCH,
+                          bytes ? base + p * ROWS_PER_PASS * OUTER_STRIDE : g, bytes);
+        }
+    }
+
+    // The slow path stays a rolled loop: unrolled, it doubles the kernel's compile time.
+    __device__ __noinline__ void copy_elements(T *stage, dj_i64 k0) const
+    {
 #pragma unroll 1
-        for (int e = (int)threadIdx.x; e < ELEMS; e += DJ_THREADS) {
+        for (int e = (int)threadIdx.x; e < OUTER * INNER; e += DJ_THREADS) {
             const int o = e / INNER, in = e % INNER;
             const int mn_l = KMAJOR ? o : in, k_l = KMAJOR ? in : o;
             const dj_i64 mn = mn0 + mn_l, k = k0 + k_l;
-            T v;
-            if (mn < MN && k < DJ_K)
-                v = g[mn * SMN + k * SK];
-            else
-                v = dj_from_float<T>(0.0f);
-            smem[Tile::at(mn_l, k_l)] = v;
+            stage[Tile::at(mn_l, k_l)] = mn < MN && k < DJ_K ? g[mn * SMN + k * SK] : dj_from_float<T>(0.0f);
         }
     }
-}
+};
 
 // ---- fragments ----------------------------------------------------------------------
 
@@ -313,13 +356,14 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs ar
     // Stage s holds K tile kt0 + s (mod DJ_STAGES). Every step commits one copy group, empty
     // or not, so that waiting for all but the newest DJ_STAGES - 2 groups always means the
     // next tile to be read has landed.
+    const DjCopy<dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC> copy_a(ga, m0, (dj_i64)kt0 * DJ_BK,
+                                                                                   a_aligned);
+    const DjCopy<dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC> copy_b(gb, n0, (dj_i64)kt0 * DJ_BK,
+                                                                                   b_aligned);
     auto load = [&](int t) {
         const int stage = t % DJ_STAGES;
-        const dj_i64 k0 = (dj_i64)(kt0 + t) * DJ_BK;
-        dj_load_tile<dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC>(sa + stage * DjTileA::ELEMS, ga, m0,
-                                                                                  k0, a_aligned);
-        dj_load_tile<dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC>(sb + stage * DjTileB::ELEMS, gb, n0,
-                                                                                  k0, b_aligned);
+        copy_a.copy(sa + stage * DjTileA::ELEMS, t);
+        copy_b.copy(sb + stage * DjTileB::ELEMS, t);
     };
 #pragma unroll
     for (int s = 0; s < DJ_STAGES - 1; s++) {
