@@ -186,7 +186,7 @@ static void heuristics(void **state)
         shape_t shape;
         const char *mode_a_prefix;
     } cases[] = {
-        {DNNJIT_DATA_TYPE_BFLOAT16, {4096, 4096, 4096, 1, false, false}, "gemm_128x256x64"},
+        {DNNJIT_DATA_TYPE_BFLOAT16, {4096, 4096, 4096, 1, false, false}, "gemm_128x256x32"},
         {DNNJIT_DATA_TYPE_HALF, {64, 64, 128, 4, false, false}, "gemm_64x64x32"},
         {DNNJIT_DATA_TYPE_BFLOAT16, {64, 64, 8192, 1, false, false}, "gemm_64x64x32_w32x32_s4_splitk"},
         {DNNJIT_DATA_TYPE_FLOAT, {1024, 1024, 1024, 1, false, false}, "gemm_"},

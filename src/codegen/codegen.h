@@ -34,7 +34,8 @@ void dnnjit__emit_scalar(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, int sl
  * receives mm's value as acc. Forms:
  *   AT_INDEX   dj_element(i, args), or dj_epilogue(i, dj_acc acc, args): i is the linear
  *              row-major index into shape (the fallback and pointwise kernels)
- *   AT_COORDS  dj_epilogue(batch, row, col, float acc, args): batch is the linear index over
+ *   AT_COORDS  dj_epilogue(batch, row, col, float acc0, float acc1, bool pair, args): the
+ *              elements at columns col and (when pair) col + 1; batch is the linear index over
  *              shape's leading (batch) axes, row and col the last two coordinates (tiled GEMMs) */
 typedef enum dnnjit__element_form { DNNJIT__ELEMENT_AT_INDEX, DNNJIT__ELEMENT_AT_COORDS } dnnjit__element_form_t;
 struct dnnjit__group;

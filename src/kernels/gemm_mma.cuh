@@ -13,7 +13,8 @@
 //       for every aligned base pointer, its argument slot, and the offset of batch entry b
 //   DJ_B_KMAJOR DJ_B_SN DJ_B_SK DJ_B_VEC DJ_B_SLOT dj_b_batch(b)   the same for B over [N, K]
 //   DJ_SCRATCH_SLOT           the workspace slot of split-K partial sums (when DJ_SPLITK > 1)
-//   dj_epilogue(batch, row, col, acc, args)   the fused epilogue; stores every output
+//   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
+//       and (when pair) col + 1; stores every output
 
 constexpr int DJ_WARPS_M = DJ_BM / DJ_WM;
 constexpr int DJ_WARPS_N = DJ_BN / DJ_WN;
@@ -465,15 +466,17 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs ar
                     acc[mi][ni][e] = sum;
                 }
     }
+    // A thread holds two neighbouring columns of each row it touches: the epilogue takes them
+    // together, so that outputs are written in 4- or 8-byte pieces.
 #pragma unroll
     for (int mi = 0; mi < DJ_MI; mi++)
 #pragma unroll
         for (int ni = 0; ni < DJ_NI; ni++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = m0 + wm0 + mi * 16 + g + (e >> 1) * 8;
-                const int col = n0 + wn0 + ni * 8 + 2 * tq + (e & 1);
+            for (int h = 0; h < 2; h++) {
+                const int row = m0 + wm0 + mi * 16 + g + h * 8;
+                const int col = n0 + wn0 + ni * 8 + 2 * tq;
                 if (row < DJ_M && col < DJ_N)
-                    dj_epilogue(batch, row, col, acc[mi][ni][e], args);
+                    dj_epilogue(batch, row, col, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], col + 1 < DJ_N, args);
             }
 }
