@@ -92,10 +92,13 @@ def status_name(code):
     return name.decode() if name else None
 
 
-def error_for(code, graph_ptr=None):
-    """The exception for a failed call: its class from the status name, its message the
-    graph's last error (or the thread's, for calls without a graph)."""
-    raw = lib.dnnjit_graph_last_error(graph_ptr) if graph_ptr else lib.dnnjit_last_error()
+def error_for(code):
+    """The exception for a call that just failed on this thread: its class from the status
+    name, its message the thread's last error. The thread's message is used rather than
+    the graph's because every failure sets it, including those raised inside helpers
+    that know no graph (e.g. execute's device-pointer check); no other dnnjit call runs on
+    this thread between the failing call and this one."""
+    raw = lib.dnnjit_last_error()
     message = raw.decode("utf-8", "replace") if raw else ""
     name = status_name(code)
     if not message:
@@ -104,7 +107,7 @@ def error_for(code, graph_ptr=None):
     return cls(message, name or f"status {code}", code)
 
 
-def check(code, graph_ptr=None):
+def check(code):
     """Raises the error of a failed call; does nothing on success (0)."""
     if code:
-        raise error_for(code, graph_ptr)
+        raise error_for(code)

@@ -37,20 +37,16 @@ class _GraphState:
         self.scalars = None
         weakref.finalize(self, lib.dnnjit_graph_destroy, ptr)
 
-    def check(self, status):
-        if status:
-            raise error_for(status, self.ptr)
-
     def scalar_types(self):
         """{uid: data_type} of the pass-by-value tensors the variant pack must supply."""
         if self.scalars is not None:
             return self.scalars
         found = {}
         count = ctypes.c_int64()
-        self.check(lib.dnnjit_graph_get_tensor_count(self.ptr, ctypes.byref(count)))
+        check(lib.dnnjit_graph_get_tensor_count(self.ptr, ctypes.byref(count)))
         info = _lib.TensorInfo()
         for tid in range(1, count.value + 1):
-            self.check(lib.dnnjit_tensor_get_info(self.ptr, tid, ctypes.byref(info)))
+            check(lib.dnnjit_tensor_get_info(self.ptr, tid, ctypes.byref(info)))
             if info.is_pass_by_value and not info.has_value and info.has_uid:
                 found[info.uid] = info.data_type
         if self.frozen:
@@ -107,7 +103,7 @@ class Tensor:
 
     def _info(self):
         info = _lib.TensorInfo()
-        self._graph.check(lib.dnnjit_tensor_get_info(self._graph.ptr, self._id, ctypes.byref(info)))
+        check(lib.dnnjit_tensor_get_info(self._graph.ptr, self._id, ctypes.byref(info)))
         return info
 
     # ---- getters ----------------------------------------------------------------------
@@ -118,7 +114,7 @@ class Tensor:
         uid = st.uids.get(self._id) if st.frozen else None
         if uid is None:
             value = ctypes.c_int64()
-            st.check(lib.dnnjit_tensor_get_uid(st.ptr, self._id, ctypes.byref(value)))
+            check(lib.dnnjit_tensor_get_uid(st.ptr, self._id, ctypes.byref(value)))
             uid = value.value
             if st.frozen:
                 st.uids[self._id] = uid
@@ -155,32 +151,32 @@ class Tensor:
     # ---- setters (each returns self) ---------------------------------------------------
 
     def set_output(self, is_output=True):
-        self._graph.check(lib.dnnjit_tensor_set_output(self._graph.ptr, self._id, bool(is_output)))
+        check(lib.dnnjit_tensor_set_output(self._graph.ptr, self._id, bool(is_output)))
         return self
 
     def set_is_virtual(self, is_virtual=True):
         return self.set_output(not is_virtual)
 
     def set_data_type(self, dtype):
-        self._graph.check(lib.dnnjit_tensor_set_data_type(self._graph.ptr, self._id, _dtype_arg(dtype)))
+        check(lib.dnnjit_tensor_set_data_type(self._graph.ptr, self._id, _dtype_arg(dtype)))
         return self
 
     def set_uid(self, uid):
-        self._graph.check(lib.dnnjit_tensor_set_uid(self._graph.ptr, self._id, int(uid)))
+        check(lib.dnnjit_tensor_set_uid(self._graph.ptr, self._id, int(uid)))
         return self
 
     def set_name(self, name):
-        self._graph.check(lib.dnnjit_tensor_set_name(self._graph.ptr, self._id, name.encode()))
+        check(lib.dnnjit_tensor_set_name(self._graph.ptr, self._id, name.encode()))
         return self
 
     def set_dim(self, dim):
         n, values = _int64_array(dim, "set_dim: dim")
-        self._graph.check(lib.dnnjit_tensor_set_dim(self._graph.ptr, self._id, n, values))
+        check(lib.dnnjit_tensor_set_dim(self._graph.ptr, self._id, n, values))
         return self
 
     def set_stride(self, stride):
         n, values = _int64_array(stride, "set_stride: stride")
-        self._graph.check(lib.dnnjit_tensor_set_stride(self._graph.ptr, self._id, n, values))
+        check(lib.dnnjit_tensor_set_stride(self._graph.ptr, self._id, n, values))
         return self
 
     # ---- identity ----------------------------------------------------------------------
@@ -291,7 +287,7 @@ class pygraph:
             value=float(value) if value is not None else 0.0, has_uid=uid is not None,
             uid=int(uid) if uid is not None else 0)
         out = _lib.c_tensor()
-        self._st.check(lib.dnnjit_graph_tensor(self._st.ptr, ctypes.byref(desc), ctypes.byref(out)))
+        check(lib.dnnjit_graph_tensor(self._st.ptr, ctypes.byref(desc), ctypes.byref(out)))
         return Tensor(self._st, out.value)
 
     def tensor_like(self, input, name=None):
@@ -309,17 +305,17 @@ class pygraph:
         """The tensor with this uid (NotFoundError if none): how a deserialized graph's
         tensors are reached."""
         out = _lib.c_tensor()
-        self._st.check(lib.dnnjit_graph_find_tensor_by_uid(self._st.ptr, int(uid), ctypes.byref(out)))
+        check(lib.dnnjit_graph_find_tensor_by_uid(self._st.ptr, int(uid), ctypes.byref(out)))
         return Tensor(self._st, out.value)
 
     def tensor_by_name(self, name):
         out = _lib.c_tensor()
-        self._st.check(lib.dnnjit_graph_find_tensor_by_name(self._st.ptr, name.encode(), ctypes.byref(out)))
+        check(lib.dnnjit_graph_find_tensor_by_name(self._st.ptr, name.encode(), ctypes.byref(out)))
         return Tensor(self._st, out.value)
 
     def _count(self, fn):
         count = ctypes.c_int64()
-        self._st.check(fn(self._st.ptr, ctypes.byref(count)))
+        check(fn(self._st.ptr, ctypes.byref(count)))
         return count.value
 
     def tensors(self):
@@ -337,7 +333,7 @@ class pygraph:
     @property
     def name(self):
         attr = _lib.GraphAttr()
-        self._st.check(lib.dnnjit_graph_get_attr(self._st.ptr, ctypes.byref(attr)))
+        check(lib.dnnjit_graph_get_attr(self._st.ptr, ctypes.byref(attr)))
         return attr.name.decode("utf-8", "replace") if attr.name else ""
 
     # ---- operations --------------------------------------------------------------------
@@ -349,7 +345,7 @@ class pygraph:
         """C[..., M, N] = A[..., M, K] @ B[..., K, N], batch dims broadcast."""
         attr = _lib.MatmulAttr(_name_arg(name), _dtype_arg(compute_data_type), float(padding))
         (c,) = self._outputs(1)
-        self._st.check(lib.dnnjit_graph_matmul(self._st.ptr, self._tensor_id(A, "matmul: A"),
+        check(lib.dnnjit_graph_matmul(self._st.ptr, self._tensor_id(A, "matmul: A"),
                                                self._tensor_id(B, "matmul: B"), ctypes.byref(attr), ctypes.byref(c)))
         return self._wrap(c.value)
 
@@ -371,7 +367,7 @@ class pygraph:
                                   relu_upper_clip=upper if upper is not None else 0.0, **fields)
         ins = [self._operand(x, f"pointwise: input{i}") for i, x in enumerate((input0, input1, input2))]
         (out,) = self._outputs(1)
-        self._st.check(lib.dnnjit_graph_pointwise(self._st.ptr, ctypes.byref(attr), *ins, ctypes.byref(out)))
+        check(lib.dnnjit_graph_pointwise(self._st.ptr, ctypes.byref(attr), *ins, ctypes.byref(out)))
         return self._wrap(out.value)
 
     def bias(self, input, bias, compute_data_type=None, name=None):
@@ -389,7 +385,7 @@ class pygraph:
             mask |= 1 << axis
         attr = _lib.ReductionAttr(_name_arg(name), int(reduction_mode(mode)), _dtype_arg(compute_data_type), mask)
         (y,) = self._outputs(1)
-        self._st.check(lib.dnnjit_graph_reduction(self._st.ptr, self._tensor_id(input, "reduction: input"),
+        check(lib.dnnjit_graph_reduction(self._st.ptr, self._tensor_id(input, "reduction: input"),
                                                   ctypes.byref(attr), ctypes.byref(y)))
         return self._wrap(y.value)
 
@@ -399,7 +395,7 @@ class pygraph:
         stats = softmax_stats(stats)
         attr = _lib.SoftmaxAttr(_name_arg(name), _dtype_arg(compute_data_type), int(stats))
         outs = self._outputs(3)
-        self._st.check(lib.dnnjit_graph_softmax(self._st.ptr, self._tensor_id(input, "softmax: input"),
+        check(lib.dnnjit_graph_softmax(self._st.ptr, self._tensor_id(input, "softmax: input"),
                                                 ctypes.byref(attr), *(ctypes.byref(o) for o in outs)))
         if stats == softmax_stats.NONE:
             return self._wrap(outs[0].value)
@@ -409,7 +405,7 @@ class pygraph:
         """dX = Y * (dY - sum(dY * Y)) over the last axis."""
         attr = _lib.SoftmaxAttr(_name_arg(name), _dtype_arg(compute_data_type), 0)
         (dx,) = self._outputs(1)
-        self._st.check(lib.dnnjit_graph_softmax_backward(
+        check(lib.dnnjit_graph_softmax_backward(
             self._st.ptr, self._tensor_id(y, "softmax_backward: y"), self._tensor_id(dy, "softmax_backward: dy"),
             ctypes.byref(attr), ctypes.byref(dx)))
         return self._wrap(dx.value)
@@ -431,7 +427,7 @@ class pygraph:
         last `norm_axes` axes are normalised (0: every axis but the first)."""
         attr = self._norm_attr(name, norm_forward_phase, epsilon, compute_data_type, norm_axes)
         outs = self._outputs(3)
-        self._st.check(lib.dnnjit_graph_layernorm(
+        check(lib.dnnjit_graph_layernorm(
             self._st.ptr, self._tensor_id(input, "layernorm: input"), self._tensor_id(scale, "layernorm: scale"),
             self._tensor_id(bias, "layernorm: bias"), ctypes.byref(attr), *(ctypes.byref(o) for o in outs)))
         return [self._wrap(o.value) for o in outs]
@@ -441,7 +437,7 @@ class pygraph:
         """[Y, inv_variance] (inv_variance None in the INFERENCE phase); bias optional."""
         attr = self._norm_attr(name, norm_forward_phase, epsilon, compute_data_type, norm_axes)
         outs = self._outputs(2)
-        self._st.check(lib.dnnjit_graph_rmsnorm(
+        check(lib.dnnjit_graph_rmsnorm(
             self._st.ptr, self._tensor_id(input, "rmsnorm: input"), self._tensor_id(scale, "rmsnorm: scale"),
             self._operand(bias, "rmsnorm: bias"), ctypes.byref(attr), *(ctypes.byref(o) for o in outs)))
         return [self._wrap(o.value) for o in outs]
@@ -453,7 +449,7 @@ class pygraph:
         outs = self._outputs(3)
         ids = [self._tensor_id(t, f"layernorm_backward: {what}") for t, what in
                ((grad, "grad"), (input, "input"), (scale, "scale"), (mean, "mean"), (inv_variance, "inv_variance"))]
-        self._st.check(lib.dnnjit_graph_layernorm_backward(
+        check(lib.dnnjit_graph_layernorm_backward(
             self._st.ptr, *ids, ctypes.byref(attr), ctypes.byref(outs[0]), ctypes.byref(outs[1]),
             ctypes.byref(outs[2]) if has_dbias else None))
         return [self._wrap(o.value) for o in outs]
@@ -465,7 +461,7 @@ class pygraph:
         outs = self._outputs(3)
         ids = [self._tensor_id(t, f"rmsnorm_backward: {what}") for t, what in
                ((grad, "grad"), (input, "input"), (scale, "scale"), (inv_variance, "inv_variance"))]
-        self._st.check(lib.dnnjit_graph_rmsnorm_backward(
+        check(lib.dnnjit_graph_rmsnorm_backward(
             self._st.ptr, *ids, ctypes.byref(attr), ctypes.byref(outs[0]), ctypes.byref(outs[1]),
             ctypes.byref(outs[2]) if has_dbias else None))
         return [self._wrap(o.value) for o in outs]
@@ -485,7 +481,7 @@ class pygraph:
                              attn_scale=float(attn_scale) if attn_scale is not None else 0.0,
                              use_causal_mask=bool(use_causal_mask), generate_stats=bool(generate_stats))
         outs = self._outputs(2)
-        self._st.check(lib.dnnjit_graph_sdpa(
+        check(lib.dnnjit_graph_sdpa(
             self._st.ptr, self._tensor_id(q, "sdpa: q"), self._tensor_id(k, "sdpa: k"), self._tensor_id(v, "sdpa: v"),
             ctypes.byref(attr), ctypes.byref(outs[0]), ctypes.byref(outs[1])))
         return [self._wrap(o.value) for o in outs]
@@ -493,31 +489,31 @@ class pygraph:
     # ---- validation and the staged build --------------------------------------------
 
     def validate(self):
-        self._st.check(lib.dnnjit_graph_validate(self._st.ptr))
+        check(lib.dnnjit_graph_validate(self._st.ptr))
 
     def build_operation_graph(self):
-        self._st.check(lib.dnnjit_graph_build_operation_graph(self._st.ptr))
+        check(lib.dnnjit_graph_build_operation_graph(self._st.ptr))
         self._st.frozen = True
 
     def create_execution_plans(self, heur_modes=heur_mode.A):
         modes, n = _mode_list(heur_modes)
-        self._st.check(lib.dnnjit_graph_create_execution_plans(self._st.ptr, modes, n))
+        check(lib.dnnjit_graph_create_execution_plans(self._st.ptr, modes, n))
         self._st.frozen = True
 
     def check_support(self):
-        self._st.check(lib.dnnjit_graph_check_support(self._st.ptr))
+        check(lib.dnnjit_graph_check_support(self._st.ptr))
 
     def build_plans(self, policy=build_plan_policy.HEURISTICS_CHOICE):
-        self._st.check(lib.dnnjit_graph_build_plans(self._st.ptr, int(build_plan_policy(policy))))
+        check(lib.dnnjit_graph_build_plans(self._st.ptr, int(build_plan_policy(policy))))
 
     def build_plan_at_index(self, index):
-        self._st.check(lib.dnnjit_graph_build_plan_at_index(self._st.ptr, int(index)))
+        check(lib.dnnjit_graph_build_plan_at_index(self._st.ptr, int(index)))
 
     def build(self, heur_modes=heur_mode.A):
         """validate, build_operation_graph, create_execution_plans(heur_modes),
         check_support and build_plans in one call."""
         modes, n = _mode_list(heur_modes)
-        self._st.check(lib.dnnjit_graph_build(self._st.ptr, modes, n))
+        check(lib.dnnjit_graph_build(self._st.ptr, modes, n))
         self._st.frozen = True
 
     # ---- plans ------------------------------------------------------------------------
@@ -527,12 +523,12 @@ class pygraph:
 
     def get_plan_name_at_index(self, index):
         name = ctypes.c_void_p()
-        self._st.check(lib.dnnjit_graph_get_plan_name(self._st.ptr, int(index), ctypes.byref(name)))
+        check(lib.dnnjit_graph_get_plan_name(self._st.ptr, int(index), ctypes.byref(name)))
         return _take_string(name)
 
     def get_behavior_notes_for_plan_at_index(self, index):
         bits = ctypes.c_uint32()
-        self._st.check(lib.dnnjit_graph_get_plan_behavior_notes(self._st.ptr, int(index), ctypes.byref(bits)))
+        check(lib.dnnjit_graph_get_plan_behavior_notes(self._st.ptr, int(index), ctypes.byref(bits)))
         return notes_from_bits(bits.value)
 
     def get_chosen_plan_index(self):
@@ -549,7 +545,7 @@ class pygraph:
         if index is None:
             index = max(self.get_chosen_plan_index(), 0)
         source = ctypes.c_void_p()
-        self._st.check(lib.dnnjit_graph_get_plan_source(self._st.ptr, int(index), ctypes.byref(source)))
+        check(lib.dnnjit_graph_get_plan_source(self._st.ptr, int(index), ctypes.byref(source)))
         return _take_string(source)
 
     def get_workspace_size(self):
@@ -609,7 +605,7 @@ class pygraph:
         status = _execute(st.ptr, words.buffer_info()[0], len(words) >> 1, address(workspace),
                           self._stream_for(handle, stream))
         if status:
-            raise error_for(status, st.ptr)
+            raise error_for(status)
 
     def execute_reference(self, variant_pack):
         """Runs the graph on the CPU in float64 (the definition of every op). Buffers are
@@ -618,7 +614,7 @@ class pygraph:
         self.validate()
         keep = []
         words = self._pack(variant_pack, self._st.scalar_types(), keep)
-        self._st.check(lib.dnnjit_graph_execute_reference(self._st.ptr, words.buffer_info()[0], len(words) >> 1))
+        check(lib.dnnjit_graph_execute_reference(self._st.ptr, words.buffer_info()[0], len(words) >> 1))
 
     def autotune(self, variant_pack, workspace=None, handle=None, stream=None):
         """Times the built plans on these buffers and makes the fastest the chosen one
@@ -626,7 +622,7 @@ class pygraph:
         fn = _optional("dnnjit_graph_autotune")
         keep = []
         words = self._pack(variant_pack, self._st.scalar_types(), keep)
-        self._st.check(fn(self._st.ptr, words.buffer_info()[0], len(words) >> 1, address(workspace),
+        check(fn(self._st.ptr, words.buffer_info()[0], len(words) >> 1, address(workspace),
                           self._stream_for(handle, stream)))
 
     # ---- persistence ------------------------------------------------------------------
@@ -636,7 +632,7 @@ class pygraph:
         deserialize()."""
         fn = _optional("dnnjit_graph_serialize")
         blob, size = ctypes.c_void_p(), ctypes.c_size_t()
-        self._st.check(fn(self._st.ptr, ctypes.byref(blob), ctypes.byref(size)))
+        check(fn(self._st.ptr, ctypes.byref(blob), ctypes.byref(size)))
         try:
             return ctypes.string_at(blob, size.value)
         finally:
@@ -656,7 +652,7 @@ class pygraph:
     def to_json(self):
         """The graph as JSON text (validated first; schema: docs/graph-json.md)."""
         text = ctypes.c_void_p()
-        self._st.check(lib.dnnjit_graph_to_json(self._st.ptr, ctypes.byref(text)))
+        check(lib.dnnjit_graph_to_json(self._st.ptr, ctypes.byref(text)))
         return _take_string(text)
 
     @classmethod

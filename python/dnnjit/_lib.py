@@ -147,7 +147,6 @@ _SIGNATURES = {
     "dnnjit_handle_get_arch": (c_status, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_bool)]),
     "dnnjit_graph_create": (c_status, [_P, ctypes.POINTER(GraphAttr), ctypes.POINTER(_P)]),
     "dnnjit_graph_destroy": (None, [_P]),
-    "dnnjit_graph_last_error": (ctypes.c_char_p, [_P]),
     "dnnjit_graph_get_attr": (c_status, [_P, ctypes.POINTER(GraphAttr)]),
     "dnnjit_graph_get_tensor_count": (c_status, [_P, _I64P]),
     "dnnjit_graph_get_node_count": (c_status, [_P, _I64P]),
