@@ -145,10 +145,6 @@ def _is_torch(obj):
     return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
 
 
-def _torch_address(t):
-    return t.data_ptr()
-
-
 def _cupy_address(a):
     return a.data.ptr
 
@@ -174,10 +170,8 @@ def _buffer_address(a):
 
 
 def _address_reader(cls, sample):
-    if cls is int:
-        return int
     if _is_torch(sample):
-        return _torch_address
+        return cls.data_ptr  # the method itself: one C call per address
     if cls.__module__.startswith("cupy") and hasattr(sample, "data") and hasattr(sample.data, "ptr"):
         return _cupy_address
     if hasattr(sample, "__cuda_array_interface__"):
@@ -197,20 +191,23 @@ def _address_reader(cls, sample):
     return None
 
 
-_ADDRESS_READERS = {}
+# type -> function giving the address of a value of that type, learnt on first sight.
+ADDRESS_READERS = {int: int, type(None): lambda _: 0}
+
+
+def learn_address_reader(value):
+    """The address reader for type(value), found once and remembered."""
+    cls = type(value)
+    reader = _address_reader(cls, value)
+    if reader is None:
+        raise TypeError(f"cannot take the address of a {cls.__name__}: expected a torch tensor, a CuPy array, "
+                        "an object with __cuda_array_interface__, __array_interface__ or __dlpack__, a "
+                        "writable buffer, or an int address")
+    ADDRESS_READERS[cls] = reader
+    return reader
 
 
 def address(value):
     """The memory address of an array, a buffer or a raw int pointer (None gives 0)."""
-    if value is None:
-        return 0
-    cls = type(value)
-    reader = _ADDRESS_READERS.get(cls)
-    if reader is None:
-        reader = _address_reader(cls, value)
-        if reader is None:
-            raise TypeError(f"cannot take the address of a {cls.__name__}: expected a torch tensor, a CuPy array, "
-                            "an object with __cuda_array_interface__, __array_interface__ or __dlpack__, a "
-                            "writable buffer, or an int address")
-        _ADDRESS_READERS[cls] = reader
+    reader = ADDRESS_READERS.get(type(value)) or learn_address_reader(value)
     return reader(value)

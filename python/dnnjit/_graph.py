@@ -11,7 +11,7 @@ import ctypes
 import weakref
 
 from . import _lib
-from ._buffers import address, describe, dtype_from_name
+from ._buffers import ADDRESS_READERS, address, describe, dtype_from_name, learn_address_reader
 from ._enums import (build_plan_policy, data_type, heur_mode, norm_forward_phase,
                      notes_from_bits, pointwise_mode, reduction_mode, softmax_stats)
 from ._errors import BadParamError, NotSupportedError, check, error_for
@@ -554,35 +554,38 @@ class pygraph:
     # ---- execution --------------------------------------------------------------------
 
     def _uid_of(self, key):
+        """The uid a variant pack key names: an int uid, or a Tensor of this graph (whose
+        uid is remembered once the graph is built and can no longer change)."""
         if type(key) is Tensor:
-            if key._graph is not self._st:
+            st = self._st
+            if key._graph is not st:
                 raise BadParamError("variant pack: a tensor of another graph is a key (after deserialize, use uids)")
-            return key.get_uid()
+            uid = st.uids.get(key._id)
+            if uid is None:
+                uid = key.get_uid()
+            return uid
         if isinstance(key, int) and not isinstance(key, bool):
             return int(key)
         raise TypeError(f"variant pack keys are Tensors or int uids, not {type(key).__name__}")
 
     def _pack(self, variant_pack, scalars, keep):
         """The variant pack as dnnjit_variant_t records ({int64 uid, void *ptr}, two
-        int64 words each). A Python number given for a pass-by-value tensor is stored in
-        a buffer of its type, kept alive in `keep` until the call returns."""
-        st = self._st
-        uids = st.uids if st.frozen else {}
+        int64 words each). A Python number given for a pass-by-value tensor (a uid in
+        `scalars`) is stored in a buffer of its type, kept alive in `keep` until the call
+        returns. This runs on every execute, hence the local names."""
         words = []
+        append = words.append
+        readers = ADDRESS_READERS
+        uid_of = self._uid_of
         for key, value in variant_pack.items():
-            if type(key) is int:
-                uid = key
-            elif type(key) is Tensor and key._graph is st and key._id in uids:
-                uid = uids[key._id]
-            else:
-                uid = self._uid_of(key)
+            uid = key if type(key) is int else uid_of(key)
             if scalars and uid in scalars and isinstance(value, (int, float)):
                 buf = ctypes.create_string_buffer(8)
                 lib.dnnjit_element_store(scalars[uid], buf, 0, float(value))
                 keep.append(buf)
                 value = ctypes.addressof(buf)
-            words.append(uid)
-            words.append(address(value))
+            append(uid)
+            append((readers.get(type(value)) or learn_address_reader(value))(value))
         return array.array("q", words)
 
     def _stream_for(self, handle, stream):
