@@ -44,14 +44,13 @@ _DTYPE_BY_DLPACK = {
 
 
 def dtype_from_name(dtype):
-    """The data_type of a framework's element type: torch.float16, numpy.dtype("float16"),
-    numpy.float16 or the string "float16"."""
-    name = getattr(dtype, "__name__", None) or getattr(dtype, "name", None) or str(dtype)
-    short = str(name).rpartition(".")[2]
-    try:
-        return _DTYPE_BY_NAME[short]
-    except KeyError:
-        raise BadParamError(f"element type {dtype} has no dnnjit data type") from None
+    """The data_type of a framework's element type: torch.float16 (str gives
+    "torch.float16"), numpy.dtype("float16") (str gives "float16"), the class
+    numpy.float16 (__name__) or the string "float16"."""
+    for name in (str(dtype), getattr(dtype, "__name__", None)):
+        if isinstance(name, str) and name.rpartition(".")[2] in _DTYPE_BY_NAME:
+            return _DTYPE_BY_NAME[name.rpartition(".")[2]]
+    raise BadParamError(f"element type {dtype} has no dnnjit data type")
 
 
 def _dtype_from_typestr(typestr):

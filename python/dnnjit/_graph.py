@@ -592,41 +592,42 @@ class pygraph:
         if stream is not None:
             return stream_address(stream)
         if handle is not None:
+            if not isinstance(handle, Handle):
+                raise TypeError(f"handle must be a dnnjit Handle, not {type(handle).__name__}")
             return handle._live_state().stream
         return self._st.handle.stream
+
+    def _run(self, fn, variant_pack, scalars, *tail):
+        """fn(graph, pack, n, *tail) with the variant pack as dnnjit_variant_t records."""
+        keep = []
+        words = self._pack(variant_pack, scalars, keep)
+        status = fn(self._st.ptr, words.buffer_info()[0], len(words) >> 1, *tail)
+        if status:
+            raise error_for(status)
 
     def execute(self, variant_pack, workspace=None, handle=None, stream=None):
         """Runs the chosen plan. variant_pack: {Tensor or uid: buffer}, buffers being torch
         tensors, CuPy arrays, objects with __cuda_array_interface__ or __dlpack__, or int
         device addresses; pass-by-value tensors take a Python number or a host buffer.
         workspace: get_workspace_size() bytes of device memory (None when 0). The stream
-        is `stream` if given, else the handle's (cudnn.set_stream), else the default one.
-        Does not synchronize."""
+        is `stream` if given, else `handle`'s (cudnn.set_stream), else the graph's handle's,
+        which is the default stream unless set. Does not synchronize."""
         st = self._st
-        keep = []
-        words = self._pack(variant_pack, st.scalar_types() if st.frozen else None, keep)
-        status = _execute(st.ptr, words.buffer_info()[0], len(words) >> 1, address(workspace),
-                          self._stream_for(handle, stream))
-        if status:
-            raise error_for(status)
+        self._run(_execute, variant_pack, st.scalar_types() if st.frozen else None, address(workspace),
+                  self._stream_for(handle, stream))
 
     def execute_reference(self, variant_pack):
         """Runs the graph on the CPU in float64 (the definition of every op). Buffers are
         host memory (NumPy arrays, torch CPU tensors, array.array, bytearray, ctypes
         arrays, int addresses) holding each tensor's data type at its strides."""
         self.validate()
-        keep = []
-        words = self._pack(variant_pack, self._st.scalar_types(), keep)
-        check(lib.dnnjit_graph_execute_reference(self._st.ptr, words.buffer_info()[0], len(words) >> 1))
+        self._run(lib.dnnjit_graph_execute_reference, variant_pack, self._st.scalar_types())
 
     def autotune(self, variant_pack, workspace=None, handle=None, stream=None):
         """Times the built plans on these buffers and makes the fastest the chosen one
         (build_plans(build_plan_policy.ALL) first)."""
-        fn = _optional("dnnjit_graph_autotune")
-        keep = []
-        words = self._pack(variant_pack, self._st.scalar_types(), keep)
-        check(fn(self._st.ptr, words.buffer_info()[0], len(words) >> 1, address(workspace),
-                          self._stream_for(handle, stream)))
+        self._run(_optional("dnnjit_graph_autotune"), variant_pack, self._st.scalar_types(), address(workspace),
+                  self._stream_for(handle, stream))
 
     # ---- persistence ------------------------------------------------------------------
 
@@ -641,12 +642,20 @@ class pygraph:
         finally:
             lib.dnnjit_free(blob)
 
-    def deserialize(self, data):
+    def deserialize(self, handle_or_data, data=None):
         """Replaces this graph with one serialize() made (bytes, bytearray, memoryview or a
-        list of ints), ready to execute. Its tensors are reached by uid."""
+        list of ints), ready to execute; its tensors are reached by uid. Called as
+        deserialize(data) it keeps this graph's handle, as deserialize(handle, data) it
+        takes that handle (whose architecture must be the blob's)."""
         fn = _optional("dnnjit_graph_deserialize")
+        if data is None:
+            hstate, data = self._st.handle, handle_or_data
+        elif isinstance(handle_or_data, Handle):
+            hstate = handle_or_data._live_state()
+        else:
+            raise TypeError(f"deserialize(handle, data): handle must be a dnnjit Handle, not "
+                            f"{type(handle_or_data).__name__}")
         data = bytes(data)
-        hstate = self._st.handle
         ptr = ctypes.c_void_p()
         check(fn(hstate.ptr, data, len(data), ctypes.byref(ptr)))
         self._st = _GraphState(ptr.value, hstate)

@@ -304,3 +304,31 @@ def test_autotune_keeps_results_right(handle):
     assert 0 <= g.get_chosen_plan_index() < g.get_execution_plan_count()
     run(g, {tx: x, ty: y})
     torch.testing.assert_close(y, torch.relu(x))
+
+
+def test_execute_from_a_thread_that_never_used_cuda(handle):
+    # A Python worker thread (a server's, a data loader's) has no current CUDA context of
+    # its own until something makes one current; execute must still run there.
+    import threading
+
+    x = randn(4096)
+    y = torch.empty_like(x)
+    g = new_graph(handle)
+    tx = g.tensor_like(x)
+    ty = g.sigmoid(tx).set_output(True)
+    g.build()
+    torch.cuda.synchronize()
+    errors = []
+
+    def work():
+        try:
+            g.execute({tx: x, ty: y}, None)
+        except Exception as e:  # reported in the main thread
+            errors.append(e)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    assert errors == []
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, torch.sigmoid(x.float()).half())

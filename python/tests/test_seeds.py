@@ -46,3 +46,18 @@ def test_seed000(capsys):
 def test_seed004():
     namespace = run_cells("seed004.py")
     assert "o_ref" in namespace  # the last cell (SDPA) ran to its final check
+
+
+@pytest.mark.gpu
+def test_readme_python_quick_start():
+    readme = os.path.join(SEEDS, "..", "..", "..", "README.md")
+    if not os.path.exists(readme):
+        pytest.skip("README.md not found")
+    section = open(readme, encoding="utf-8").read().split("## Python\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace = {}
+    exec(compile(code, "README.md (Python quick start)", "exec"), namespace)
+    torch = namespace["torch"]
+    torch.cuda.synchronize()
+    ref = torch.relu(namespace["a_gpu"].float() @ namespace["b_gpu"].float())
+    torch.testing.assert_close(namespace["c_gpu"].float(), ref, atol=5e-2, rtol=1e-2)

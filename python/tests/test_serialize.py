@@ -68,6 +68,16 @@ def test_deserialize_accepts_a_list_of_ints_and_buffers(arch_handle, blob):
         assert new.get_chosen_plan_index() == 0
 
 
+def test_deserialize_with_another_handle(blob):
+    _, data = blob
+    other = cudnn.create_handle(arch="sm_90a")
+    new = cudnn.pygraph(handle=cudnn.create_handle(arch="sm_80"))
+    new.deserialize(other, data)
+    assert new._st.handle is other._state and new.get_chosen_plan_index() == 0
+    with pytest.raises(TypeError, match="Handle"):
+        new.deserialize("sm_90a", data)
+
+
 def test_a_deserialized_graph_serializes_to_the_same_bytes(arch_handle, blob):
     _, data = blob
     new = cudnn.pygraph(handle=arch_handle)
