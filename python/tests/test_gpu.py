@@ -8,7 +8,7 @@ import dnnjit as cudnn
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
-H, F, BF = cudnn.data_type.HALF, cudnn.data_type.FLOAT, cudnn.data_type.BFLOAT16
+H, F = cudnn.data_type.HALF, cudnn.data_type.FLOAT
 
 
 @pytest.fixture(scope="module")
