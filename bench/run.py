@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Runs dnnjit-bench and the torch peers in the same run, writes the result JSON (date,
-commit, device, every case) and prints a table with the ratios.
+"""Runs dnnjit-bench, the torch peers and the Python package's execute in the same run,
+writes the result JSON (date, commit, device, every case) and prints a table with the
+ratios.
 
     python3 bench/run.py --build build-gpu --out DIR [--commit SHA]
     python3 bench/run.py --readme bench/results/FILE.json   # rewrite README.md's table
@@ -12,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def run_bench(binary, args, cache_dir):
@@ -84,6 +86,53 @@ def gemm_peers(torch, time_us):
     }
 
 
+def python_execute_host_time(build, cache_dir):
+    """Host microseconds per call of graph.execute from Python (the dnnjit package over
+    ctypes, this checkout's python/ against the build's library) on seed 000's batched
+    matmul, called as the seed calls it (uid keys, a workspace, handle=), and of torch.bmm
+    on the same tensors in the same way: many calls in a loop, wall clock around the loop
+    only (the device catches up between samples), median of the samples."""
+    os.environ["DNNJIT_LIBRARY"] = os.path.abspath(os.path.join(build, "libdnnjit.so"))
+    os.environ["DNNJIT_CACHE_DIR"] = cache_dir
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import dnnjit as cudnn
+    import torch
+
+    handle = cudnn.create_handle()
+    batch, m, k, n = 4, 64, 128, 64
+    graph = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.HALF,
+                          compute_data_type=cudnn.data_type.FLOAT)
+    a = graph.tensor(name="A", dim=[batch, m, k])
+    b = graph.tensor(name="B", dim=[batch, k, n])
+    c = graph.matmul(a, b).set_output(True)
+    graph.build([cudnn.heur_mode.A])
+    A = torch.randn(batch, m, k, device="cuda", dtype=torch.half)
+    B = torch.randn(batch, k, n, device="cuda", dtype=torch.half)
+    C = torch.empty(batch, m, n, device="cuda", dtype=torch.half)
+    workspace = torch.empty(graph.get_workspace_size(), device="cuda", dtype=torch.uint8)
+    pack = {a.get_uid(): A, b.get_uid(): B, c.get_uid(): C}
+
+    def host_us(fn, calls=200, samples=51):
+        for _ in range(50):
+            fn()
+        times = []
+        for _ in range(samples):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times.append((time.perf_counter() - start) * 1e6 / calls)
+        torch.cuda.synchronize()
+        return sorted(times)[samples // 2]
+
+    us = host_us(lambda: graph.execute(pack, workspace, handle=handle))
+    bmm_us = host_us(lambda: torch.bmm(A, B))
+    torch.testing.assert_close(C, torch.bmm(A, B), atol=1e-2, rtol=1e-2)
+    cudnn.destroy_handle(handle)
+    return {"case": "python_execute_host", "us": us, "torch_bmm_host_us": bmm_us,
+            "plan": graph.get_plan_name_at_index(graph.get_chosen_plan_index())}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build-gpu")
@@ -98,6 +147,7 @@ def main():
         cases = run_bench(binary, ["run"], cache)
         cases.update(run_bench(binary, ["build-only"], cache))
         cases.update(run_bench(binary, ["gemm"], cache))
+        cases["python_execute_host"] = python_execute_host_time(args.build, cache)
     peers = torch_peers()
     for case in ("sigmoid_fma_64M_half", "seed000_bmm_half", "gemm_4096_bf16", "bmm_bias_relu_8x4096_bf16"):
         cases[case].update(peers[case])
@@ -136,6 +186,10 @@ def table(result):
         ("build, warm memory cache", f"{c['build_warm_memory_cache']['us']:.0f} µs", ""),
         ("host time of one execute", f"{c['execute_host_overhead']['us']:.2f} µs", ""),
     ]
+    py = c.get("python_execute_host")
+    if py:  # results from before the Python package lack it
+        rows.append(("host time of one graph.execute from Python, seed 000 bmm", f"{py['us']:.2f} µs",
+                     f"torch.bmm {py['torch_bmm_host_us']:.2f} µs ({py['torch_bmm_host_us'] / py['us']:.2f}×)"))
     lines = [f"Measured {result['date']} on {result['device']} ({result['arch']}), commit {result['commit']}, "
              f"torch {result['torch']}.", "", "| case | dnnjit | torch (ratio = torch time / dnnjit time) |",
              "| --- | --- | --- |"]

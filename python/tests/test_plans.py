@@ -1,0 +1,122 @@
+"""Plans and the staged build without a GPU: a handle for a named architecture plans,
+generates and (with NVRTC) compiles; only execute needs a device."""
+import pytest
+
+import dnnjit as cudnn
+
+H = cudnn.data_type.HALF
+ALL_MODES = [cudnn.heur_mode.A, cudnn.heur_mode.B, cudnn.heur_mode.FALLBACK]
+
+
+def pointwise_graph(handle, n=1000):
+    g = cudnn.pygraph(handle=handle, io_data_type=H, compute_data_type=cudnn.data_type.FLOAT)
+    x, y = g.tensor(name="x", dim=[n]), g.tensor(name="y", dim=[n])
+    out = g.sigmoid(g.add(x, y)).set_output(True)
+    return g, (x, y, out)
+
+
+def matmul_softmax_graph(handle):
+    """Two groups (a matmul, then a row softmax) with a FLOAT intermediate between them."""
+    g = cudnn.pygraph(handle=handle, io_data_type=H, intermediate_data_type=cudnn.data_type.FLOAT)
+    a, b = g.tensor(name="a", dim=[4, 64, 128]), g.tensor(name="b", dim=[4, 128, 64])
+    g.softmax(g.matmul(a, b)).set_output(True)
+    return g
+
+
+def plan_names(g):
+    return [g.get_plan_name_at_index(i) for i in range(g.get_execution_plan_count())]
+
+
+def test_no_plans_before_planning(arch_handle):
+    g, _ = pointwise_graph(arch_handle)
+    assert g.get_execution_plan_count() == 0
+    assert g.get_chosen_plan_index() == -1 and g.get_behavior_notes() == []
+
+
+def test_each_mode_lists_plans_with_runtime_compilation(arch_handle):
+    for mode in ALL_MODES:
+        g, _ = pointwise_graph(arch_handle)
+        g.create_execution_plans(mode)
+        names = plan_names(g)
+        assert names and all(names)
+        for i in range(len(names)):
+            assert g.get_behavior_notes_for_plan_at_index(i) == [cudnn.behavior_note.RUNTIME_COMPILATION]
+        if mode == cudnn.heur_mode.FALLBACK:
+            assert all(name.startswith("fallback") for name in names)
+
+
+def test_modes_together_list_each_plan_once(arch_handle):
+    g, _ = pointwise_graph(arch_handle)
+    g.create_execution_plans(ALL_MODES)
+    names = plan_names(g)
+    assert len(names) == len(set(names)) and names[-1].startswith("fallback")
+
+
+def test_a_plan_of_several_groups_joins_their_choices(arch_handle):
+    g = matmul_softmax_graph(arch_handle)
+    g.create_execution_plans([cudnn.heur_mode.A])
+    assert all(name.count("+") == 1 for name in plan_names(g))
+
+
+def test_workspace_holds_the_intermediates_between_kernels(arch_handle):
+    g = matmul_softmax_graph(arch_handle)
+    g.build_operation_graph()
+    assert g.get_workspace_size() == 4 * 64 * 64 * 4  # the FLOAT matmul result
+    fused, _ = pointwise_graph(arch_handle)
+    fused.build_operation_graph()
+    assert fused.get_workspace_size() == 0
+
+
+def test_plan_source_is_cuda_for_the_exact_shape(arch_handle):
+    g, _ = pointwise_graph(arch_handle, n=4321)
+    g.create_execution_plans(ALL_MODES)
+    source = g.get_plan_source(0)
+    assert "__global__" in source and "4321" in source
+
+
+def test_staged_build_compiles_for_the_named_architecture(arch_handle, nvrtc):
+    g, _ = pointwise_graph(arch_handle)
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    g.build_plans()
+    assert g.get_chosen_plan_index() == 0
+    assert g.get_behavior_notes() == [cudnn.behavior_note.RUNTIME_COMPILATION]
+
+
+def test_build_plan_at_index_chooses_that_plan(arch_handle, nvrtc):
+    g, _ = pointwise_graph(arch_handle)
+    g.create_execution_plans(ALL_MODES)
+    last = g.get_execution_plan_count() - 1
+    g.build_plan_at_index(last)
+    assert g.get_chosen_plan_index() == last
+
+
+def test_build_all_plans(arch_handle, nvrtc):
+    g, _ = pointwise_graph(arch_handle)
+    g.create_execution_plans(ALL_MODES)
+    g.build_plans(cudnn.build_plan_policy.ALL)
+    assert g.get_chosen_plan_index() == 0
+
+
+def test_build_in_one_call_and_execute_needs_a_device(arch_handle, nvrtc):
+    g, (x, y, out) = pointwise_graph(arch_handle)
+    g.build([cudnn.heur_mode.A])
+    assert g.get_chosen_plan_index() >= 0
+    with pytest.raises(cudnn.BadStateError, match="sm_90a without a device"):
+        g.execute({x: 256, y: 512, out: 1024}, None)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_every_op_family_compiles_deviceless(arch, nvrtc):
+    h = cudnn.create_handle(arch=arch)
+    g = cudnn.pygraph(handle=h, io_data_type=H, intermediate_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT)
+    x = g.tensor(name="x", dim=[8, 32])
+    w = g.tensor(name="w", dim=[32, 16])
+    h1 = g.gelu(g.bias(g.matmul(x, w), g.tensor(name="b", dim=[1, 16])))
+    y, _ = g.rmsnorm(cudnn.norm_forward_phase.INFERENCE, h1, g.tensor(name="s", dim=[1, 16]), epsilon=1e-5)
+    g.reduction(g.softmax(y), cudnn.reduction_mode.MAX, axes=[1]).set_output(True)
+    g.build([cudnn.heur_mode.A])
+    assert g.get_chosen_plan_index() >= 0
