@@ -52,8 +52,12 @@ static dnnjit_status_t check_pack(dnnjit_graph_t g, const dnnjit_variant_t *pack
             return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: %s: pointer %p is not aligned to its %zu-byte elements",
                                 who, v->ptr, align);
         dnnjit_status_t s = dnnjit__driver_check_device_pointer(v->ptr, who);
-        if (s)
-            return s;
+        if (s) {
+            /* The check fails without a graph; the graph's own message must say it too. */
+            char cause[DNNJIT__MSG_LEN];
+            snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
+            return dnnjit__fail(g, s, "%s", cause);
+        }
     }
     return DNNJIT_STATUS_SUCCESS;
 }
@@ -75,7 +79,18 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
     if (workspace_size && !workspace)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: graph \"%s\" needs %lld bytes of workspace but none was given",
                             g->name, (long long)workspace_size);
-    dnnjit_status_t s = check_pack(g, pack, n);
+    /* A thread that never touched CUDA has no current context: use the handle's device's
+     * primary context, as the thread that created the handle does. */
+    dnnjit__cu_context_t current = NULL;
+    dnnjit_status_t s = dnnjit__cu_check(dnnjit__cuda()->cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+    if (!s && !current)
+        s = dnnjit__driver_use_device(0);
+    if (s) {
+        char cause[DNNJIT__MSG_LEN];
+        snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
+        return dnnjit__fail(g, s, "execute: graph \"%s\": %s", g->name, cause);
+    }
+    s = check_pack(g, pack, n);
     if (s)
         return s;
     const dnnjit__plan_t *plan = &g->jit->plans[g->jit->chosen];
