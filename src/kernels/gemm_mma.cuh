@@ -34,12 +34,9 @@ static_assert(DJ_WM % 16 == 0 && DJ_WN % 16 == 0 && DJ_BK % DJ_KSTEP == 0, "tile
 
 // ---- PTX wrappers -----------------------------------------------------------------
 
-__device__ __forceinline__ unsigned dj_smem_addr(const void *p)
-{
-    unsigned a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
+// The compiler's own conversion (not inline PTX) so that it folds into the address
+// arithmetic around it instead of costing instructions at every ldmatrix and cp.async.
+__device__ __forceinline__ unsigned dj_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
 // Copies `bytes` (0..16) bytes from global to shared memory and zero-fills the rest of the
 // 16-byte chunk, so tiles that run past the edge of a matrix read zeros.
