@@ -44,6 +44,7 @@ void dnnjit__jit_state_free(dnnjit__jit_state_t *s)
         return;
     free_plans(s);
     dnnjit__partition_free(&s->partition);
+    free(s->device_checked);
     free(s);
 }
 

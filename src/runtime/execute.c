@@ -5,6 +5,7 @@
 #include "engine/plan.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,9 @@ static dnnjit_status_t check_pack(dnnjit_graph_t g, const dnnjit_variant_t *pack
             return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: uid %lld (tensor \"%s\") appears twice in the variant pack",
                                 (long long)pack[i].uid, dnnjit__tensor(g, id)->name);
     }
+    if (!g->jit->device_checked)
+        g->jit->device_checked = calloc((size_t)g->tensor_count + 1, sizeof *g->jit->device_checked);
+    const void **checked = g->jit->device_checked; /* NULL when out of memory: then no shortcut */
     for (int64_t i = 0; i < g->tensor_count; i++) {
         const dnnjit__tensor_t *t = &g->tensors[i];
         if (t->is_virtual || t->has_value)
@@ -51,7 +55,11 @@ static dnnjit_status_t check_pack(dnnjit_graph_t g, const dnnjit_variant_t *pack
         if ((uintptr_t)v->ptr % align)
             return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: %s: pointer %p is not aligned to its %zu-byte elements",
                                 who, v->ptr, align);
+        if (checked && checked[i] == v->ptr)
+            continue;
         dnnjit_status_t s = dnnjit__driver_check_device_pointer(v->ptr, who);
+        if (!s && checked)
+            checked[i] = v->ptr;
         if (s) {
             /* The check fails without a graph; the graph's own message must say it too. */
             char cause[DNNJIT__MSG_LEN];
