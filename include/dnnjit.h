@@ -102,7 +102,9 @@ extern "C" {
     X(IO_ERROR, "input/output error")                                              \
     X(BAD_STATE, "operation not allowed in the graph's current state")            \
     X(NOT_FOUND, "not found")                                                      \
-    X(INTERNAL, "internal error")
+    X(INTERNAL, "internal error")                                                 \
+    X(COMPILE_ERROR, "NVRTC could not compile a generated kernel; the message holds the compiler log") \
+    X(CUDA_ERROR, "a CUDA driver call failed; the message names the call and the driver's error")
 
 typedef enum dnnjit_status {
 #define DNNJIT_STATUS_ENUM_(name, text) DNNJIT_STATUS_##name,
@@ -631,9 +633,12 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_check_support(dnnjit_graph_t graph);
 
 /* Generates, compiles (through the kernel cache) and, with a GPU, loads plans. The graph
  * needs a handle with an architecture. HEURISTICS_CHOICE makes the first plan that builds
- * the chosen one; ALL builds every plan and chooses the first. Errors: BAD_STATE (no
- * plans yet, or no handle / architecture), NOT_SUPPORTED (NVRTC missing, or no plan
- * compiled: the message carries NVRTC's log). */
+ * the chosen one; ALL builds every plan and chooses the first. When the graph has no
+ * chosen plan yet and dnnjit_graph_autotune remembered a choice for this graph on this
+ * device (see there) that is in the list and builds, both policies choose that one.
+ * Errors: BAD_STATE (no plans yet, or no handle / architecture), NOT_SUPPORTED (NVRTC
+ * missing), COMPILE_ERROR (no plan compiled: the message carries NVRTC's log),
+ * CUDA_ERROR (a kernel could not be loaded). */
 DNNJIT_API dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t graph, dnnjit_build_plan_policy_t policy);
 
 /* Builds plan `index` alone and makes it the chosen one. */
@@ -665,7 +670,8 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph,
  * device memory of at least get_workspace_size bytes (NULL when that is 0). Allocates
  * nothing, can be captured in a CUDA graph, and does not synchronize. Errors: BAD_STATE
  * (no built plan, or no GPU), BAD_PARAM (a missing, unknown, duplicate, NULL, misaligned
- * or host pointer: the message names the tensor), and driver failures. */
+ * or host pointer: the message names the tensor), CUDA_ERROR (a launch failed: the
+ * message names the kernel and the driver's error). */
 DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,
                                                 void *workspace, void *stream);
 

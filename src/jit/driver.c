@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* CUresult values that map to a status other than INTERNAL. */
+/* CUresult values that map to a status other than CUDA_ERROR. */
 enum {
     CUDA_ERROR_INVALID_VALUE = 1,
     CUDA_ERROR_OUT_OF_MEMORY = 2,
@@ -46,7 +46,7 @@ static dnnjit_status_t status_for(dnnjit__cu_result_t r)
     case CUDA_ERROR_NOT_SUPPORTED:
         return DNNJIT_STATUS_NOT_SUPPORTED;
     default:
-        return DNNJIT_STATUS_INTERNAL;
+        return DNNJIT_STATUS_CUDA_ERROR;
     }
 }
 

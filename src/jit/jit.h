@@ -50,9 +50,9 @@ dnnjit_status_t dnnjit__nvrtc_version(int *major, int *minor);
 
 /* Compiles `source` (program `name`, used in NVRTC's messages) to a CUBIN for `arch` with
  * -std=c++17 and -default-device plus `options` (NULL for none). On success *cubin is a
- * malloc'd buffer of *size bytes that the caller frees. A compile error gives INTERNAL
- * (generated code that does not compile is dnnjit's fault), an option or architecture
- * this NVRTC rejects NOT_SUPPORTED; both carry NVRTC's log, truncated to fit a message. */
+ * malloc'd buffer of *size bytes that the caller frees. A compile error (or any other
+ * NVRTC failure while compiling) gives COMPILE_ERROR, an option or architecture this NVRTC
+ * rejects NOT_SUPPORTED; both carry NVRTC's log, truncated to fit a message. */
 dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, const char *arch,
                                       const dnnjit__compile_options_t *options, void **cubin, size_t *size);
 
@@ -163,7 +163,9 @@ dnnjit_status_t dnnjit__driver_load(void);
 const dnnjit__cuda_api_t *dnnjit__cuda(void);
 
 /* Turns a CUresult into a status: SUCCESS for 0, else a failure whose message names
- * `call` and carries the driver's error name and text. */
+ * `call` and carries the driver's error name and text. The status is OUT_OF_MEMORY for
+ * CUDA_ERROR_OUT_OF_MEMORY, NOT_SUPPORTED for a missing device, binary or driver feature,
+ * and CUDA_ERROR for every other error. */
 dnnjit_status_t dnnjit__cu_check(dnnjit__cu_result_t result, const char *call);
 
 /* Makes the primary context of device `ordinal` current on this thread (retaining it;
