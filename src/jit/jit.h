@@ -68,6 +68,8 @@ typedef struct dnnjit__cu_mod *dnnjit__cu_module_t;
 typedef struct dnnjit__cu_func *dnnjit__cu_function_t;
 typedef struct dnnjit__cu_stream *dnnjit__cu_stream_t;
 typedef struct dnnjit__cu_event *dnnjit__cu_event_t;
+typedef struct dnnjit__cu_graph *dnnjit__cu_graph_t;
+typedef struct dnnjit__cu_graph_exec *dnnjit__cu_graph_exec_t;
 
 /* CUlaunchAttribute: an id, padding to 8 bytes and a 64-byte value union. */
 typedef struct dnnjit__cu_launch_attribute {
@@ -104,6 +106,8 @@ enum {
     DNNJIT__CU_MEMORYTYPE_UNIFIED = 4,
     DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     DNNJIT__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+    DNNJIT__CU_STREAM_NON_BLOCKING = 1,
+    DNNJIT__CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
 };
 
 /* The resolved driver entry points (the _v2 ABI where the driver has one). Every member
@@ -117,6 +121,7 @@ typedef struct dnnjit__cuda_api {
     dnnjit__cu_result_t (*cuDeviceGetCount)(int *count);
     dnnjit__cu_result_t (*cuDeviceGet)(dnnjit__cu_device_t *device, int ordinal);
     dnnjit__cu_result_t (*cuDeviceGetAttribute)(int *value, int attribute, dnnjit__cu_device_t device);
+    dnnjit__cu_result_t (*cuDeviceGetName)(char *name, int length, dnnjit__cu_device_t device);
     dnnjit__cu_result_t (*cuDevicePrimaryCtxRetain)(dnnjit__cu_context_t *ctx, dnnjit__cu_device_t device);
     dnnjit__cu_result_t (*cuDevicePrimaryCtxRelease)(dnnjit__cu_device_t device);
     dnnjit__cu_result_t (*cuCtxSetCurrent)(dnnjit__cu_context_t ctx);
@@ -142,11 +147,22 @@ typedef struct dnnjit__cuda_api {
     dnnjit__cu_result_t (*cuStreamSynchronize)(dnnjit__cu_stream_t stream);
     dnnjit__cu_result_t (*cuMemsetD32Async)(dnnjit__cu_deviceptr_t dst, unsigned int value, size_t count,
                                             dnnjit__cu_stream_t stream);
+    dnnjit__cu_result_t (*cuStreamCreate)(dnnjit__cu_stream_t *stream, unsigned int flags);
+    dnnjit__cu_result_t (*cuStreamDestroy)(dnnjit__cu_stream_t stream);
     dnnjit__cu_result_t (*cuEventCreate)(dnnjit__cu_event_t *event, unsigned int flags);
     dnnjit__cu_result_t (*cuEventDestroy)(dnnjit__cu_event_t event);
     dnnjit__cu_result_t (*cuEventRecord)(dnnjit__cu_event_t event, dnnjit__cu_stream_t stream);
     dnnjit__cu_result_t (*cuEventSynchronize)(dnnjit__cu_event_t event);
     dnnjit__cu_result_t (*cuEventElapsedTime)(float *ms, dnnjit__cu_event_t start, dnnjit__cu_event_t end);
+    /* Stream capture into CUDA graphs. Optional: nothing in the library needs them, only
+     * callers that capture (cuGraphInstantiateWithFlags is CUDA 11.4+). */
+    dnnjit__cu_result_t (*cuStreamBeginCapture)(dnnjit__cu_stream_t stream, int mode);
+    dnnjit__cu_result_t (*cuStreamEndCapture)(dnnjit__cu_stream_t stream, dnnjit__cu_graph_t *graph);
+    dnnjit__cu_result_t (*cuGraphInstantiateWithFlags)(dnnjit__cu_graph_exec_t *exec, dnnjit__cu_graph_t graph,
+                                                       unsigned long long flags);
+    dnnjit__cu_result_t (*cuGraphLaunch)(dnnjit__cu_graph_exec_t exec, dnnjit__cu_stream_t stream);
+    dnnjit__cu_result_t (*cuGraphExecDestroy)(dnnjit__cu_graph_exec_t exec);
+    dnnjit__cu_result_t (*cuGraphDestroy)(dnnjit__cu_graph_t graph);
     /* Optional (CUDA 12.0+). The enumerations are passed as their int values. */
     dnnjit__cu_result_t (*cuTensorMapEncodeTiled)(dnnjit__cu_tensor_map_t *map, int data_type, uint32_t rank,
                                                   void *address, const uint64_t *dims, const uint64_t *strides,
@@ -176,6 +192,9 @@ dnnjit_status_t dnnjit__driver_use_device(int ordinal);
  * capability 9.0, "sm_100a" for 10.0 (the arch-specific features the kernels use), else
  * "sm_<major><minor>". `arch` has DNNJIT__ARCH_LEN bytes. */
 dnnjit_status_t dnnjit__driver_current_arch(char arch[DNNJIT__ARCH_LEN]);
+
+/* The name of the current context's device ("NVIDIA H200"), cut to fit `size` bytes. */
+dnnjit_status_t dnnjit__driver_current_device_name(char *name, size_t size);
 
 /* The same mapping from a compute capability, for callers that know it already. */
 void dnnjit__arch_for_capability(int major, int minor, char arch[DNNJIT__ARCH_LEN]);
