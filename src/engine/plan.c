@@ -395,6 +395,17 @@ static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__
     return s;
 }
 
+dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_key_t key)
+{
+    /* Loaded modules are shared through the cache entry, so that graphs with the same
+     * kernel load it once; the entry unloads the module when it goes away. */
+    const loaded_kernel_t *loaded = dnnjit__jit_cache_object(key);
+    dnnjit_status_t s = loaded ? DNNJIT_STATUS_SUCCESS : load_and_attach(b, key, &loaded);
+    if (!s)
+        b->function = loaded->fn;
+    return s;
+}
+
 static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const char *arch, bool has_device)
 {
     if (plan->built)
@@ -404,15 +415,8 @@ static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const 
         dnnjit__built_kernel_t *b = &plan->kernels[i];
         dnnjit__jit_key_t key;
         s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, NULL, &b->cubin, &b->cubin_size, &key);
-        if (s || !has_device)
-            continue;
-        /* Loaded modules are shared through the cache entry, so that graphs with the same
-         * kernel load it once; the entry unloads the module when it goes away. */
-        const loaded_kernel_t *loaded = dnnjit__jit_cache_object(key);
-        if (!loaded)
-            s = load_and_attach(b, key, &loaded);
-        if (!s)
-            b->function = loaded->fn;
+        if (!s && has_device)
+            s = dnnjit__plan_load_kernel(b, key);
     }
     plan->built = !s;
     return s;

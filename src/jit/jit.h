@@ -12,6 +12,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ---- little-endian fields of the files and blobs the library writes ---- */
+
+static inline void dnnjit__put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void dnnjit__put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint32_t dnnjit__get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t dnnjit__get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
 /* ---- logging ---- */
 
 /* Whether DNNJIT_LOG is set to something other than "" or "0". */
@@ -235,6 +265,11 @@ typedef struct dnnjit__jit_key_input {
 #define DNNJIT__KEY_HEX_LEN 33 /* 32 hex digits and the terminator */
 
 dnnjit__jit_key_t dnnjit__jit_key_compute(const dnnjit__jit_key_input_t *input);
+/* The key of a CUBIN that arrives without its source (a deserialized graph's): XXH3-128
+ * over the CUBIN itself, its kernel name, architecture and the dnnjit version. Such keys
+ * never equal source keys, so CUBINs from outside cannot stand in for compiled ones. */
+dnnjit__jit_key_t dnnjit__jit_cubin_key(const void *cubin, size_t size, const char *name, const char *arch);
+
 /* Lower-case hex of the key, high half first. */
 void dnnjit__jit_key_hex(dnnjit__jit_key_t key, char hex[DNNJIT__KEY_HEX_LEN]);
 
@@ -247,6 +282,10 @@ dnnjit_status_t dnnjit__jit_key(const char *source, const char *name, const char
 dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, const char *arch,
                                       const dnnjit__compile_options_t *options, void **cubin, size_t *size,
                                       dnnjit__jit_key_t *key_out);
+
+/* Adds a memory entry (never a disk file) holding a copy of `cubin` under `key`, unless
+ * one exists. OUT_OF_MEMORY when it could not be added. */
+dnnjit_status_t dnnjit__jit_cache_insert(dnnjit__jit_key_t key, const void *cubin, size_t size);
 
 /* Each memory entry can carry one object built from its CUBIN (a loaded module or
  * function). The cache calls `destroy(object)` when the entry goes away. */
@@ -289,6 +328,13 @@ typedef struct dnnjit__jit_cache_file {
 /* Calls `visit` for each CUBIN file in the disk cache (no particular order). A folder
  * that does not exist lists nothing. */
 dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_file_t *file, void *user), void *user);
+
+/* Writes `head` then `body` (either may be empty, 0 bytes) as `file` (a path inside
+ * `folder`; the folder and its parents are created when missing) so that readers see a
+ * whole file or none: through "<file without its extension>.tmp.XXXXXX", synced and
+ * renamed into place. False with errno set on failure; nothing is left behind. */
+bool dnnjit__write_file_atomic(const char *folder, const char *file, const void *head, size_t head_size,
+                               const void *body, size_t body_size);
 
 /* Drops every memory entry (destroying attached objects). */
 void dnnjit__jit_cache_clear_memory(void);
