@@ -676,6 +676,41 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnj
                                                 void *workspace, void *stream);
 
 /* ------------------------------------------------------------------------------------ */
+/* Serialization                                                                         */
+/* ------------------------------------------------------------------------------------ */
+/*
+ * A built graph can be saved as one binary blob (layout: docs/serialize.md) holding its
+ * JSON, its chosen plan and the CUBIN of every kernel of that plan, and rebuilt from it
+ * later, in this process or another, ready to execute without compiling anything. The
+ * CUBINs only run on the architecture they were compiled for, and a blob is only read by
+ * the dnnjit version that wrote it. Both work without a GPU (deviceless handles).
+ */
+
+/* Serializes a built graph: its JSON, the chosen plan and the CUBIN of every kernel. *blob is
+ * allocated by the library; free it with dnnjit_free. The graph is only read (one thread
+ * at a time, as for every call on a graph). Errors: BAD_PARAM (a NULL argument),
+ * BAD_STATE (no plan built yet: call build first), OUT_OF_MEMORY. On failure *blob is
+ * NULL and *size 0. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_serialize(dnnjit_graph_t graph, void **blob, size_t *size);
+
+/* Rebuilds a graph from a blob made by dnnjit_graph_serialize, ready to execute (no NVRTC needed).
+ * The blob is untrusted: every field is checked before use. The new graph belongs to the
+ * caller (dnnjit_graph_destroy) and uses `handle`, whose architecture must be the one the
+ * blob was compiled for. Its plan list holds one plan, the blob's, built and chosen (index
+ * 0); plan name, source, behavior notes and workspace size read as on the original graph.
+ * With a GPU the kernels are loaded at once; a handle may be used by several threads
+ * deserializing at the same time. The blob is not kept: the caller may free it on return.
+ * Errors: BAD_PARAM (handle, out or, with size > 0, blob NULL), PARSE_ERROR (not a blob,
+ * truncated, damaged: a checksum mismatch, or a field that is out of bounds or names a
+ * tensor, engine or knob the rebuilt graph lacks; the message names the field),
+ * NOT_SUPPORTED (another blob format, another dnnjit version, or an architecture other
+ * than the handle's: the message names both), INVALID_GRAPH (the blob's JSON describes a
+ * bad graph), CUDA_ERROR (a kernel could not be loaded), OUT_OF_MEMORY. On failure *out
+ * is NULL. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_deserialize(dnnjit_handle_t handle, const void *blob, size_t size,
+                                                    dnnjit_graph_t *out);
+
+/* ------------------------------------------------------------------------------------ */
 /* Element conversions (exposed for tests and tools)                                     */
 /* ------------------------------------------------------------------------------------ */
 
