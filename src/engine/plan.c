@@ -450,9 +450,16 @@ dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t g, dnnjit_build_plan_pol
     dnnjit_status_t s = build_target(g, arch, &has_device);
     if (s)
         return s;
+    /* A choice autotune remembered comes first when nothing is chosen yet; if it does not
+     * build, the list's order decides as usual. */
+    int64_t remembered = g->jit->chosen < 0 ? dnnjit__autotune_remembered(g) : -1;
+    if (remembered >= 0 && build_plan(g, &g->jit->plans[remembered], arch, has_device) == DNNJIT_STATUS_SUCCESS)
+        g->jit->chosen = remembered;
     dnnjit_status_t first_error = DNNJIT_STATUS_SUCCESS;
     char message[DNNJIT__MSG_LEN] = "";
     for (int64_t i = 0; i < g->jit->plan_count; i++) {
+        if (g->jit->chosen >= 0 && policy == DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE)
+            break;
         s = build_plan(g, &g->jit->plans[i], arch, has_device);
         if (s && !first_error) {
             first_error = s;
@@ -460,8 +467,6 @@ dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t g, dnnjit_build_plan_pol
         }
         if (!s && g->jit->chosen < 0)
             g->jit->chosen = i;
-        if (g->jit->chosen >= 0 && policy == DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE)
-            break;
     }
     if (g->jit->chosen < 0)
         return dnnjit__fail(g, first_error, "build_plans: no plan of graph \"%s\" could be built; the first failure: %s",
