@@ -668,7 +668,10 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph,
  * non-virtual tensor needs a device buffer in the pack, aligned to its element size;
  * pass-by-value tensors without a fixed value point to one host element. `workspace` is
  * device memory of at least get_workspace_size bytes (NULL when that is 0). Allocates
- * nothing, can be captured in a CUDA graph, and does not synchronize. Errors: BAD_STATE
+ * nothing, can be captured in a CUDA graph (any capture mode), and does not synchronize.
+ * Pass-by-value elements are read during the call, so a captured graph replays with the
+ * values they had at capture; buffers are read by the kernels, so replays see their
+ * current contents. Errors: BAD_STATE
  * (no built plan, or no GPU), BAD_PARAM (a missing, unknown, duplicate, NULL, misaligned
  * or host pointer: the message names the tensor), CUDA_ERROR (a launch failed: the
  * message names the kernel and the driver's error). */
