@@ -580,6 +580,18 @@ static void bad_entry(unsigned char *p, const layout_t *l) { p[l->entry[0] + 8] 
 static void huge_json(unsigned char *p, const layout_t *l) { set64(p + l->json, (uint64_t)1 << 40); }
 static void json_typo(unsigned char *p, const layout_t *l) { p[l->json + 8] = '['; }
 static void nothing(unsigned char *p, const layout_t *l) { (void)p, (void)l; }
+static void more_shared(unsigned char *p, const layout_t *l) { set32(p + l->shared[0], le32(p + l->shared[0]) + 16); }
+static void wider_grid(unsigned char *p, const layout_t *l) { set32(p + l->grid[0], le32(p + l->grid[0]) + 1); }
+static void other_entry(unsigned char *p, const layout_t *l) { p[l->entry[0] + 8 + le64(p + l->entry[0]) - 1] = 'X'; }
+
+/* Tensor slots 0 and 1 (inputs "a" and "b") trade places. */
+static void swapped_slots(unsigned char *p, const layout_t *l)
+{
+    unsigned char *first = p + l->tensor_count[0] + 4, tmp[8];
+    memcpy(tmp, first, 8);
+    memcpy(first, first + 8, 8);
+    memcpy(first + 8, tmp, 8);
+}
 static void other_format(unsigned char *p, const layout_t *l) { (void)l, set32(p + 8, 2); }
 static void reserved_set(unsigned char *p, const layout_t *l) { (void)l, set32(p + 12, 1); }
 static void other_magic(unsigned char *p, const layout_t *l) { (void)l, p[0] = 'X'; }
@@ -622,6 +634,10 @@ static void lying_fields_are_named(void **state)
         {huge_json, 0, DNNJIT_STATUS_PARSE_ERROR, "the graph JSON is 1099511627776 bytes long"},
         {json_typo, 0, DNNJIT_STATUS_PARSE_ERROR, "the blob's graph: "},
         {nothing, 3, DNNJIT_STATUS_PARSE_ERROR, "3 stray bytes follow the last kernel"},
+        {more_shared, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
+        {wider_grid, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
+        {other_entry, 0, DNNJIT_STATUS_PARSE_ERROR, "its entry name is not what engine"},
+        {swapped_slots, 0, DNNJIT_STATUS_PARSE_ERROR, "its slot table is not what engine"},
         {other_format, 0, DNNJIT_STATUS_NOT_SUPPORTED, "the blob has format 2; this dnnjit (0.1.0) reads format 1"},
         {reserved_set, 0, DNNJIT_STATUS_PARSE_ERROR, "reserved field 1"},
         {other_magic, 0, DNNJIT_STATUS_PARSE_ERROR, "not a serialized dnnjit graph"},

@@ -423,6 +423,41 @@ static dnnjit_status_t read_kernel(reader_t *r, dnnjit_graph_t g, int64_t i, dnn
     return r->status;
 }
 
+/* The kernel must be described as its choice generates it for the rebuilt graph: the same
+ * entry, launch shape and slots, so that execute launches it as a build would. Generating
+ * is text work; it needs neither NVRTC nor a GPU. The source text itself is not compared:
+ * it names variables after tensor ids, which a graph read back from JSON numbers in
+ * another order. */
+static dnnjit_status_t check_generated(reader_t *r, dnnjit_graph_t g, int64_t i, const dnnjit__plan_choice_t *c,
+                                       const dnnjit__kernel_t *k)
+{
+    const dnnjit__partition_t *p = &g->jit->partition;
+    dnnjit__kernel_t want = {0};
+    dnnjit_status_t s = c->engine->generate(g, p, &p->groups[i], c->knob, &want);
+    if (s) {
+        char cause[DNNJIT__MSG_LEN];
+        snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
+        return bad(r, s, "kernel %lld (%s): engine \"%s\" cannot generate it for the blob's graph: %s", (long long)i,
+                   k->entry, c->engine->name, cause);
+    }
+    const char *differs =
+        strcmp(want.entry, k->entry) != 0 ? "entry name"
+        : memcmp(want.grid, k->grid, sizeof want.grid) != 0 || memcmp(want.block, k->block, sizeof want.block) != 0 ||
+                want.shared_bytes != k->shared_bytes
+            ? "launch shape"
+        : want.tensor_count != k->tensor_count || want.scalar_count != k->scalar_count ||
+                memcmp(want.tensors, k->tensors, sizeof *k->tensors * (size_t)k->tensor_count) != 0 ||
+                memcmp(want.scalars, k->scalars, sizeof *k->scalars * (size_t)k->scalar_count) != 0
+            ? "slot table"
+            : NULL;
+    if (differs)
+        bad(r, DNNJIT_STATUS_PARSE_ERROR, "kernel %lld (%s): its %s is not what engine \"%s\" generates for the blob's "
+            "graph (the graph and the kernels do not belong together)", (long long)i, k->entry, differs,
+            c->engine->name);
+    dnnjit__kernel_free(&want);
+    return r->status;
+}
+
 /* Loads every kernel on the device. The CUBINs enter the kernel cache under content keys
  * (never under source keys, and never on disk), whose entries own the loaded modules as
  * they do for built plans. */
@@ -466,7 +501,8 @@ static dnnjit_status_t read_plan(reader_t *r, dnnjit_graph_t g, const char *arch
         bad(r, DNNJIT_STATUS_PARSE_ERROR, "the blob names its plan \"%s\" but its choices make \"%s\"", plan_name, name);
     dnnjit_free(name);
     for (int64_t i = 0; i < s->partition.group_count && !r->status; i++)
-        read_kernel(r, g, i, &plan->kernels[i]);
+        if (!read_kernel(r, g, i, &plan->kernels[i]))
+            check_generated(r, g, i, &plan->choices[i], &plan->kernels[i].kernel);
     if (!r->status && r->pos != r->len)
         bad(r, DNNJIT_STATUS_PARSE_ERROR, "%zu stray bytes follow the last kernel", r->len - r->pos);
     return r->status;
