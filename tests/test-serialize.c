@@ -140,7 +140,7 @@ typedef struct layout {
     size_t version, arch, json, plan_name, workspace, groups;
     uint32_t group_count;
     size_t engine[MAX_GROUPS], knob[MAX_GROUPS];
-    size_t entry[MAX_GROUPS], grid[MAX_GROUPS], block[MAX_GROUPS], shared[MAX_GROUPS];
+    size_t entry[MAX_GROUPS], grid[MAX_GROUPS], block[MAX_GROUPS], shared[MAX_GROUPS], scratch[MAX_GROUPS];
     size_t tensor_count[MAX_GROUPS], scalar_count[MAX_GROUPS], source[MAX_GROUPS], cubin[MAX_GROUPS];
     size_t end;
 } layout_t;
@@ -177,7 +177,8 @@ static layout_t walk(const unsigned char *p, size_t size)
         l.grid[i] = skip_bytes(p, at);
         l.block[i] = l.grid[i] + 12;
         l.shared[i] = l.block[i] + 12;
-        l.tensor_count[i] = l.shared[i] + 4;
+        l.scratch[i] = l.shared[i] + 4;
+        l.tensor_count[i] = l.scratch[i] + 4 + 8 + 8;
         l.scalar_count[i] = l.tensor_count[i] + 4 + 8 * (size_t)le32(p + l.tensor_count[i]);
         l.source[i] = l.scalar_count[i] + 4 + 8 * (size_t)le32(p + l.scalar_count[i]);
         l.cubin[i] = skip_bytes(p, l.source[i]);
@@ -222,11 +223,27 @@ static void refused(dnnjit_handle_t h, const void *blob, size_t size, dnnjit_sta
 
 /* ---- round trips ---- */
 
-/* Builds `g`, serializes it, rebuilds it on a fresh deviceless handle and compares what the
- * two graphs say about themselves; returns the blob. */
-static unsigned char *round_trip(dnnjit_graph_t g, size_t *size)
+/* Builds `g` (the first plan of mode A whose name holds `plan`, or the heuristics' choice
+ * when it is NULL), serializes it, rebuilds it on a fresh deviceless handle and compares
+ * what the two graphs say about themselves; returns the blob. */
+static unsigned char *round_trip(dnnjit_graph_t g, const char *plan, size_t *size)
 {
-    TU_OK(dnnjit_graph_build(g, &mode_a, 1));
+    if (plan) {
+        int64_t count, index = -1;
+        TU_OK(dnnjit_graph_create_execution_plans(g, &mode_a, 1));
+        TU_OK(dnnjit_graph_get_plan_count(g, &count));
+        for (int64_t i = 0; i < count && index < 0; i++) {
+            char *name;
+            TU_OK(dnnjit_graph_get_plan_name(g, i, &name));
+            index = strstr(name, plan) ? i : -1;
+            dnnjit_free(name);
+        }
+        if (index < 0)
+            fail_msg("no plan of mode A has \"%s\" in its name", plan);
+        TU_OK(dnnjit_graph_build_plan_at_index(g, index));
+    } else {
+        TU_OK(dnnjit_graph_build(g, &mode_a, 1));
+    }
     unsigned char *blob = serialized(g, size);
     layout_t l = walk(blob, *size);
     dnnjit_handle_t fresh;
@@ -298,7 +315,7 @@ static void seed000_round_trip(void **state)
     (void)state;
     dnnjit_graph_t g = seed000(sm90);
     size_t size;
-    unsigned char *blob = round_trip(g, &size);
+    unsigned char *blob = round_trip(g, NULL, &size);
     layout_t l = walk(blob, size);
     char *arch = field_text(blob, l.arch);
     assert_string_equal(arch, "sm_90a");
@@ -322,7 +339,7 @@ static void pointwise_round_trip(void **state)
     (void)state;
     dnnjit_graph_t g = pointwise(sm90);
     size_t size;
-    unsigned char *blob = round_trip(g, &size);
+    unsigned char *blob = round_trip(g, NULL, &size);
     layout_t l = walk(blob, size);
     assert_int_equal(le32(blob + l.scalar_count[0]), 1);
     char *engine = field_text(blob, l.engine[0]);
@@ -332,12 +349,36 @@ static void pointwise_round_trip(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* A long-K product whose split-K plan keeps partial sums in a scratch workspace. */
+static void split_k_round_trip(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = new_graph(sm90, "split_k", DNNJIT_DATA_TYPE_HALF);
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, 64, 4096), NULL, 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 4096, 64), NULL, 0);
+    dnnjit_tensor_t c;
+    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    size_t size;
+    unsigned char *blob = round_trip(g, "_splitk", &size);
+    layout_t l = walk(blob, size);
+    const dnnjit__kernel_t *k = &g->jit->plans[g->jit->chosen].kernels[0].kernel;
+    assert_true(k->scratch_bytes > 0 && k->scratch_zero_bytes > 0);
+    assert_int_equal(le32(blob + l.scratch[0]), k->scratch_slot);
+    assert_int_equal(le64(blob + l.scratch[0] + 4), k->scratch_bytes);
+    assert_int_equal(le64(blob + l.scratch[0] + 12), k->scratch_zero_bytes);
+    /* No intermediates: the workspace is the scratch alone. */
+    assert_int_equal(le64(blob + l.workspace), k->scratch_bytes);
+    dnnjit_free(blob);
+    dnnjit_graph_destroy(g);
+}
+
 static void two_kernel_round_trip(void **state)
 {
     (void)state;
     dnnjit_graph_t g = two_kernels(sm90);
     size_t size;
-    unsigned char *blob = round_trip(g, &size);
+    unsigned char *blob = round_trip(g, NULL, &size);
     layout_t l = walk(blob, size);
     assert_int_equal(l.group_count, 2);
     /* The 7x5 float product sits in the workspace, rounded up to 256 bytes. */
@@ -580,6 +621,18 @@ static void bad_entry(unsigned char *p, const layout_t *l) { p[l->entry[0] + 8] 
 static void huge_json(unsigned char *p, const layout_t *l) { set64(p + l->json, (uint64_t)1 << 40); }
 static void json_typo(unsigned char *p, const layout_t *l) { p[l->json + 8] = '['; }
 static void nothing(unsigned char *p, const layout_t *l) { (void)p, (void)l; }
+static void scratch_in_tensor_slot(unsigned char *p, const layout_t *l) { set64(p + l->scratch[0] + 4, 1024); }
+static void odd_zeroing(unsigned char *p, const layout_t *l)
+{
+    set32(p + l->scratch[0], 3);
+    set64(p + l->scratch[0] + 4, 1024);
+    set64(p + l->scratch[0] + 12, 6);
+}
+static void unasked_scratch(unsigned char *p, const layout_t *l)
+{
+    set32(p + l->scratch[0], 3);
+    set64(p + l->scratch[0] + 4, 1024);
+}
 static void more_shared(unsigned char *p, const layout_t *l) { set32(p + l->shared[0], le32(p + l->shared[0]) + 16); }
 static void wider_grid(unsigned char *p, const layout_t *l) { set32(p + l->grid[0], le32(p + l->grid[0]) + 1); }
 static void other_entry(unsigned char *p, const layout_t *l) { p[l->entry[0] + 8 + le64(p + l->entry[0]) - 1] = 'X'; }
@@ -620,7 +673,7 @@ static void lying_fields_are_named(void **state)
     } cases[] = {
         {newer_version, 0, DNNJIT_STATUS_NOT_SUPPORTED, "the blob was made by dnnjit 0.1.1"},
         {more_groups, 0, DNNJIT_STATUS_PARSE_ERROR, "plan has 2 groups"},
-        {other_workspace, 0, DNNJIT_STATUS_PARSE_ERROR, "512 workspace bytes"},
+        {other_workspace, 0, DNNJIT_STATUS_PARSE_ERROR, "the blob's plan needs 512 workspace bytes but its kernels"},
         {no_such_knob, 0, DNNJIT_STATUS_PARSE_ERROR, "with knob 99 cannot run it (no such knob)"},
         {engine_typo, 0, DNNJIT_STATUS_PARSE_ERROR, "names engine \"Pointwise\", which does not exist"},
         {plan_name_typo, 0, DNNJIT_STATUS_PARSE_ERROR, "names its plan \"Pointwise"},
@@ -634,6 +687,10 @@ static void lying_fields_are_named(void **state)
         {huge_json, 0, DNNJIT_STATUS_PARSE_ERROR, "the graph JSON is 1099511627776 bytes long"},
         {json_typo, 0, DNNJIT_STATUS_PARSE_ERROR, "the blob's graph: "},
         {nothing, 3, DNNJIT_STATUS_PARSE_ERROR, "3 stray bytes follow the last kernel"},
+        {scratch_in_tensor_slot, 0, DNNJIT_STATUS_PARSE_ERROR, "scratch of 1024 bytes (0 zeroed) in slot 0 after 3 "
+                                                               "tensor slots is impossible"},
+        {odd_zeroing, 0, DNNJIT_STATUS_PARSE_ERROR, "scratch of 1024 bytes (6 zeroed) in slot 3"},
+        {unasked_scratch, 0, DNNJIT_STATUS_PARSE_ERROR, "its scratch is not what engine \"pointwise\" generates"},
         {more_shared, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
         {wider_grid, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
         {other_entry, 0, DNNJIT_STATUS_PARSE_ERROR, "its entry name is not what engine"},
@@ -679,6 +736,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seed000_round_trip),
         cmocka_unit_test(pointwise_round_trip),
+        cmocka_unit_test(split_k_round_trip),
         cmocka_unit_test(two_kernel_round_trip),
         cmocka_unit_test(deserialize_needs_no_nvrtc),
         cmocka_unit_test(serialize_needs_a_built_plan),

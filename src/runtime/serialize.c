@@ -24,6 +24,7 @@
 #define MAX_ENGINE_NAME 64u
 #define MAX_SHARED_BYTES (1u << 20)    /* above every GPU's shared memory per block */
 #define MAX_BLOCK_THREADS 1024u
+#define MAX_SCRATCH_BYTES ((uint64_t)1 << 40)
 
 /* ---- writing ------------------------------------------------------------------------ */
 
@@ -83,7 +84,7 @@ static void write_body(writer_t *w, dnnjit_graph_t g, const char *arch, const ch
     put_string(w, arch);
     put_string(w, json);
     put_string(w, plan_name);
-    put_u64(w, (uint64_t)s->partition.workspace_size);
+    put_u64(w, (uint64_t)dnnjit__workspace_size(s, NULL));
     put_u32(w, (uint32_t)groups);
     for (int64_t i = 0; i < groups; i++) {
         put_string(w, plan->choices[i].engine->name);
@@ -98,6 +99,9 @@ static void write_body(writer_t *w, dnnjit_graph_t g, const char *arch, const ch
         for (int d = 0; d < 3; d++)
             put_u32(w, k->block[d]);
         put_u32(w, k->shared_bytes);
+        put_u32(w, (uint32_t)k->scratch_slot);
+        put_u64(w, (uint64_t)k->scratch_bytes);
+        put_u64(w, (uint64_t)k->scratch_zero_bytes);
         put_uids(w, g, k->tensors, k->tensor_count);
         put_uids(w, g, k->scalars, k->scalar_count);
         put_string(w, k->source);
@@ -397,6 +401,8 @@ static dnnjit_status_t read_kernel(reader_t *r, dnnjit_graph_t g, int64_t i, dnn
     for (int d = 0; d < 3; d++)
         threads *= (k->block[d] = get_u32(r, "the block"));
     k->shared_bytes = get_u32(r, "the shared memory size");
+    uint32_t scratch_slot = get_u32(r, "the scratch slot");
+    uint64_t scratch = get_u64(r, "the scratch size"), zeroed = get_u64(r, "the scratch size to zero");
     if (r->status)
         return r->status;
     if (!k->grid[0] || !k->grid[1] || !k->grid[2] || !threads || threads > MAX_BLOCK_THREADS ||
@@ -406,6 +412,17 @@ static dnnjit_status_t read_kernel(reader_t *r, dnnjit_graph_t g, int64_t i, dnn
                    k->block[0], k->block[1], k->block[2], k->shared_bytes);
     k->tensor_count = read_slots(r, g, i, false, k->tensors, DNNJIT__MAX_KERNEL_TENSORS);
     k->scalar_count = read_slots(r, g, i, true, k->scalars, DNNJIT__MAX_KERNEL_SCALARS);
+    /* Execute writes the scratch address into DjArgs.ptr[scratch_slot] and zeroes the first
+     * bytes in 4-byte words: the slot must follow the tensor slots inside the array. */
+    if (!r->status && (scratch > MAX_SCRATCH_BYTES || zeroed > scratch || zeroed % 4 ||
+                       (scratch && (scratch_slot < (uint32_t)k->tensor_count ||
+                                    scratch_slot >= DNNJIT__MAX_KERNEL_TENSORS))))
+        return bad(r, DNNJIT_STATUS_PARSE_ERROR, "kernel %lld (%s): scratch of %llu bytes (%llu zeroed) in slot %u after "
+                   "%d tensor slots is impossible", (long long)i, k->entry, (unsigned long long)scratch,
+                   (unsigned long long)zeroed, scratch_slot, k->tensor_count);
+    k->scratch_slot = (int)scratch_slot;
+    k->scratch_bytes = (int64_t)scratch;
+    k->scratch_zero_bytes = (int64_t)zeroed;
     snprintf(what, sizeof what, "kernel %lld's source", (long long)i);
     k->source = get_string(r, what, MAX_TEXT);
     snprintf(what, sizeof what, "kernel %lld's CUBIN", (long long)i);
@@ -445,6 +462,9 @@ static dnnjit_status_t check_generated(reader_t *r, dnnjit_graph_t g, int64_t i,
         : memcmp(want.grid, k->grid, sizeof want.grid) != 0 || memcmp(want.block, k->block, sizeof want.block) != 0 ||
                 want.shared_bytes != k->shared_bytes
             ? "launch shape"
+        : want.scratch_slot != k->scratch_slot || want.scratch_bytes != k->scratch_bytes ||
+                want.scratch_zero_bytes != k->scratch_zero_bytes
+            ? "scratch"
         : want.tensor_count != k->tensor_count || want.scalar_count != k->scalar_count ||
                 memcmp(want.tensors, k->tensors, sizeof *k->tensors * (size_t)k->tensor_count) != 0 ||
                 memcmp(want.scalars, k->scalars, sizeof *k->scalars * (size_t)k->scalar_count) != 0
@@ -479,10 +499,9 @@ static dnnjit_status_t read_plan(reader_t *r, dnnjit_graph_t g, const char *arch
                                  uint64_t workspace, uint32_t groups)
 {
     dnnjit__jit_state_t *s = g->jit;
-    if (groups != (uint64_t)s->partition.group_count || workspace != (uint64_t)s->partition.workspace_size)
-        return bad(r, DNNJIT_STATUS_PARSE_ERROR, "the blob's plan has %u groups and %llu workspace bytes but its graph "
-                   "partitions into %lld groups and %lld bytes", groups, (unsigned long long)workspace,
-                   (long long)s->partition.group_count, (long long)s->partition.workspace_size);
+    if (groups != (uint64_t)s->partition.group_count)
+        return bad(r, DNNJIT_STATUS_PARSE_ERROR, "the blob's plan has %u groups but its graph partitions into %lld",
+                   groups, (long long)s->partition.group_count);
     /* Owned by the graph from here on, so that destroying it frees what was read so far. */
     if (!(s->plans = calloc(1, sizeof *s->plans)))
         return bad(r, DNNJIT_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -505,6 +524,13 @@ static dnnjit_status_t read_plan(reader_t *r, dnnjit_graph_t g, const char *arch
             check_generated(r, g, i, &plan->choices[i], &plan->kernels[i].kernel);
     if (!r->status && r->pos != r->len)
         bad(r, DNNJIT_STATUS_PARSE_ERROR, "%zu stray bytes follow the last kernel", r->len - r->pos);
+    if (r->status)
+        return r->status;
+    /* The workspace holds the partition's intermediates and the chosen plan's scratch. */
+    s->chosen = 0;
+    if (workspace != (uint64_t)dnnjit__workspace_size(s, NULL))
+        bad(r, DNNJIT_STATUS_PARSE_ERROR, "the blob's plan needs %llu workspace bytes but its kernels on its graph need "
+            "%lld", (unsigned long long)workspace, (long long)dnnjit__workspace_size(s, NULL));
     return r->status;
 }
 
@@ -536,7 +562,6 @@ dnnjit_status_t dnnjit_graph_deserialize(dnnjit_handle_t handle, const void *blo
         return s;
     }
     g->jit->plans[0].built = true;
-    g->jit->chosen = 0;
     *out = g;
     return DNNJIT_STATUS_SUCCESS;
 }
