@@ -63,15 +63,29 @@ static dnnjit_graph_t two_kernels(void)
     return g;
 }
 
-static dnnjit_graph_t (*const makers[])(void) = {seed000, pointwise, two_kernels};
-static const char *const labels[] = {"seed 000", "pointwise + scalar", "softmax(A @ B)"};
-static const dnnjit_data_type_t io_types[] = {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT};
+/* A long-K product, built on a split-K plan (scratch workspace and zeroed counters). */
+static dnnjit_graph_t split_k(void)
+{
+    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, 64, 4096), NULL, 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 4096, 64), NULL, 0);
+    dnnjit_tensor_t c;
+    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    return g;
+}
+
+static dnnjit_graph_t (*const makers[])(void) = {seed000, pointwise, two_kernels, split_k};
+static const char *const plans[] = {NULL, NULL, NULL, "_splitk"}; /* see gb_build */
+static const char *const labels[] = {"seed 000", "pointwise + scalar", "softmax(A @ B)", "split-K"};
+static const dnnjit_data_type_t io_types[] = {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                              DNNJIT_DATA_TYPE_HALF};
 enum { CASES = sizeof makers / sizeof makers[0] };
 
 static void *built_blob(int i, size_t *size)
 {
     dnnjit_graph_t g = makers[i]();
-    TU_OK(dnnjit_graph_build(g, &mode_a, 1));
+    gb_build(g, plans[i]);
     void *blob = NULL;
     TU_OK(dnnjit_graph_serialize(g, &blob, size));
     dnnjit_graph_destroy(g);

@@ -118,6 +118,29 @@ static inline double gb_error(dnnjit_graph_t g, gb_set_t *s)
     return worst;
 }
 
+/* Builds the first plan of mode A whose name holds `fragment`, or (NULL) the heuristics'
+ * choice. */
+static inline void gb_build(dnnjit_graph_t g, const char *fragment)
+{
+    const dnnjit_heur_mode_t mode_a = DNNJIT_HEUR_MODE_A;
+    if (!fragment) {
+        TU_OK(dnnjit_graph_build(g, &mode_a, 1));
+        return;
+    }
+    int64_t count, index = -1;
+    TU_OK(dnnjit_graph_create_execution_plans(g, &mode_a, 1));
+    TU_OK(dnnjit_graph_get_plan_count(g, &count));
+    for (int64_t i = 0; i < count && index < 0; i++) {
+        char *name;
+        TU_OK(dnnjit_graph_get_plan_name(g, i, &name));
+        index = strstr(name, fragment) ? i : -1;
+        dnnjit_free(name);
+    }
+    if (index < 0)
+        fail_msg("no plan of mode A has \"%s\" in its name", fragment);
+    TU_OK(dnnjit_graph_build_plan_at_index(g, index));
+}
+
 static inline void gb_free(gb_set_t *s)
 {
     for (size_t i = 0; i < s->n; i++) {
