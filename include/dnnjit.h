@@ -681,16 +681,22 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnj
 /* Times every built plan (building all supported plans first if only one or none is built) on the caller's
  * buffers and stream, picks the fastest and makes it the chosen plan. The choice is remembered on disk,
  * keyed by the graph and the device, and later builds of the same graph on the same device choose it.
- * The arguments are execute's. Each plan runs a few times to warm up, then its time is the median of
- * several batches of back-to-back executes between two CUDA events on `stream`; the call waits for
- * them, so it must not be captured in a CUDA graph. The output buffers end up holding what the last
- * plan timed wrote (every plan computes the same result). The graph is the key as its JSON
- * (dnnjit_graph_to_json: names included), the device as its architecture and name, together with
- * the dnnjit version; the record is a small file under the kernel cache's folder ("autotune/"), so
- * DNNJIT_CACHE=0 keeps choices in this graph only. A choice that cannot be written is not an error.
- * Errors: BAD_PARAM (graph NULL), BAD_STATE (no plans yet, or no GPU), those of build_plans, and
- * those of execute (the message names the plan's failing kernel); on failure the chosen plan is
- * the one chosen before. */
+ *
+ * The arguments are execute's. The workspace is taken to be as large as get_workspace_size
+ * said before the call: plans that need more (a larger split-K scratch) are not timed. Each
+ * plan runs a few times to warm up; its time is then the median of several batches of
+ * back-to-back executes between two CUDA events on `stream`. The call waits for them, so it
+ * must not be captured in a CUDA graph. The outputs end up holding what the last plan timed
+ * wrote (every plan computes the same result). One graph, one thread at a time, as execute.
+ *
+ * The key is the graph's JSON (dnnjit_graph_to_json, names included), the handle's
+ * architecture and device name, and the dnnjit version; the record is a small file in the
+ * kernel cache's folder (under "autotune/"), so DNNJIT_CACHE=0 keeps the choice in this
+ * graph only. A choice that cannot be written is not an error.
+ *
+ * Errors: BAD_PARAM (graph NULL, or no built plan fits the workspace), BAD_STATE (no plans
+ * yet, or no GPU), those of build_plans, and those of execute (the message names the failing
+ * kernel). On failure the chosen plan is the one chosen before. */
 DNNJIT_API dnnjit_status_t dnnjit_graph_autotune(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,
                                                  void *workspace, void *stream);
 

@@ -46,8 +46,13 @@ static void tune_and_check(dnnjit_graph_t g, double tol, bool own_stream, const 
     if (own_stream)
         GB_CU(cu->cuStreamCreate(&stream, DNNJIT__CU_STREAM_NON_BLOCKING));
 
+    int64_t ws_before, ws_after;
+    TU_OK(dnnjit_graph_get_workspace_size(g, &ws_before));
     TU_OK(dnnjit_graph_autotune(g, bufs.device_pack, bufs.n, gb_workspace(&bufs), stream));
     GB_CU(cu->cuStreamSynchronize(stream));
+    /* Only plans that fit the workspace allocated for the first choice were run. */
+    TU_OK(dnnjit_graph_get_workspace_size(g, &ws_after));
+    assert_true(ws_after <= ws_before);
     int64_t plans;
     TU_OK(dnnjit_graph_get_plan_count(g, &plans));
     for (int64_t i = 0; i < plans; i++)
@@ -121,6 +126,21 @@ static void seed000(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* A long-K product: mode A puts split-K plans first, and larger tiles' scratch does not fit
+ * the workspace of the first one, so those are passed over. */
+static void split_k(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_BFLOAT16);
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, 64, 4096), NULL, 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 4096, 64), NULL, 0);
+    dnnjit_tensor_t c;
+    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    tune_and_check(g, tu_tolerance(DNNJIT_DATA_TYPE_BFLOAT16), false, "split-K");
+    dnnjit_graph_destroy(g);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)st;
@@ -142,6 +162,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(pointwise),
             cmocka_unit_test(seed000),
+            cmocka_unit_test(split_k),
         };
         rc = cmocka_run_group_tests(tests, NULL, NULL);
     }

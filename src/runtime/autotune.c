@@ -192,9 +192,11 @@ static dnnjit_status_t time_chosen(dnnjit_graph_t g, const timing_t *t, float *m
     return s;
 }
 
-/* Times every built plan and chooses the fastest; on failure the choice is left as it
- * was. */
-static dnnjit_status_t time_plans(dnnjit_graph_t g, timing_t *t)
+/* Times every built plan that fits the caller's workspace and chooses the fastest; on
+ * failure the choice is left as it was. The workspace is only known to be as large as
+ * get_workspace_size said when autotune was called (the plan then chosen, or the
+ * intermediates alone), so plans that need more (larger split-K scratch) are not run. */
+static dnnjit_status_t time_plans(dnnjit_graph_t g, timing_t *t, int64_t workspace_size)
 {
     int64_t before = g->jit->chosen, best = -1;
     float best_ms = 0;
@@ -204,6 +206,12 @@ static dnnjit_status_t time_plans(dnnjit_graph_t g, timing_t *t)
         if (!g->jit->plans[i].built)
             continue;
         g->jit->chosen = i;
+        if (dnnjit__workspace_size(g->jit, NULL) > workspace_size) {
+            dnnjit__log("autotune: graph \"%s\" plan %lld needs %lld workspace bytes, more than the %lld given; "
+                        "not timed", g->name, (long long)i, (long long)dnnjit__workspace_size(g->jit, NULL),
+                        (long long)workspace_size);
+            continue;
+        }
         s = time_chosen(g, t, &ms);
         if (!s && (best < 0 || ms < best_ms)) {
             best = i;
@@ -217,6 +225,9 @@ static dnnjit_status_t time_plans(dnnjit_graph_t g, timing_t *t)
             dnnjit_free(name);
         }
     }
+    if (!s && best < 0)
+        s = dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "no built plan fits in %lld workspace bytes",
+                         (long long)workspace_size);
     g->jit->chosen = s ? before : best;
     return s;
 }
@@ -233,7 +244,7 @@ dnnjit_status_t dnnjit_graph_autotune(dnnjit_graph_t g, const dnnjit_variant_t *
     if (!g->handle || !g->handle->has_device)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE, "autotune: no GPU to time graph \"%s\" on: %s", g->name,
                             g->handle ? g->handle->no_device_reason : "the graph has no handle");
-    int64_t built = 0;
+    int64_t built = 0, workspace_size = dnnjit__workspace_size(g->jit, NULL);
     for (int64_t i = 0; i < g->jit->plan_count; i++)
         built += g->jit->plans[i].built;
     dnnjit_status_t s = built < 2 ? dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_ALL) : DNNJIT_STATUS_SUCCESS;
@@ -245,7 +256,7 @@ dnnjit_status_t dnnjit_graph_autotune(dnnjit_graph_t g, const dnnjit_variant_t *
     if (!s)
         s = dnnjit__cu_check(cu->cuEventCreate(&t.stop, 0), "cuEventCreate");
     if (!s)
-        s = time_plans(g, &t);
+        s = time_plans(g, &t, workspace_size);
     if (t.start)
         cu->cuEventDestroy(t.start);
     if (t.stop)
