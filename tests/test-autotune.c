@@ -261,6 +261,41 @@ static void cache_off_remembers_nothing(void **state)
     dnnjit_handle_destroy(h);
 }
 
+static void count_file(const dnnjit__jit_cache_file_t *file, void *user)
+{
+    (void)file;
+    (*(int *)user)++;
+}
+
+static void cache_clear_forgets_choices(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    char path[PATH_MAX], folder[PATH_MAX], other[PATH_MAX];
+    remember(h, 500, 1, path);
+    /* A file the library did not write stays, and so does its folder. */
+    pathf(folder, "%s/autotune", cache_dir);
+    pathf(other, "%s/notes.txt", folder);
+    write_text(other, "mine\n", 5);
+    /* Every CUBIN the builds wrote goes, and the record. */
+    int cubins = 0;
+    TU_OK(dnnjit__jit_cache_list(count_file, &cubins));
+    uint64_t removed = 0;
+    TU_OK(dnnjit__jit_cache_clear_disk(&removed));
+    assert_int_equal(removed, cubins + 1);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0);
+    assert_int_equal(stat(other, &st), 0);
+    assert_chosen(h, 500, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE, "pointwise_b256_vec");
+    /* Emptied, the folder goes too. */
+    remove(other);
+    remember(h, 500, 1, path);
+    TU_OK(dnnjit__jit_cache_clear_disk(&removed));
+    assert_int_not_equal(stat(folder, &st), 0);
+    dnnjit_handle_destroy(h);
+}
+
 static void autotune_needs_plans_and_a_gpu(void **state)
 {
     (void)state;
@@ -287,6 +322,7 @@ int main(void)
         T(records_match_plans_by_name),
         T(damaged_records_are_ignored),
         T(cache_off_remembers_nothing),
+        T(cache_clear_forgets_choices),
         T(autotune_needs_plans_and_a_gpu),
     };
 #undef T

@@ -598,8 +598,16 @@ static bool is_temp_name(const char *s)
     return is_hex(s, 32) && strncmp(s + 32, ".tmp.", 5) == 0 && strlen(s + 37) == 6;
 }
 
-/* Calls `fn` for each cache file (CUBIN or temp) in each architecture folder; afterwards
- * calls `folder_done` for each such folder when non-NULL. */
+/* "<32 hex>.plan": a choice dnnjit_graph_autotune remembered. */
+static bool is_choice_name(const char *s)
+{
+    return is_hex(s, 32) && strcmp(s + 32, ".plan") == 0;
+}
+
+/* Calls `fn` for each file the library writes in the cache folder: CUBIN and temp files
+ * in each architecture folder, choice and temp files in the autotune folder (whose `arch`
+ * is then DNNJIT__AUTOTUNE_FOLDER); afterwards calls `folder_done` for each such folder
+ * when non-NULL. */
 typedef void (*file_fn)(const char *arch, const char *name, const char *path, void *user);
 
 static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), void *user)
@@ -616,7 +624,8 @@ static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), v
     }
     for (struct dirent *a; (a = readdir(top)) != NULL;) {
         char folder[PATH_MAX];
-        if (!dnnjit__arch_is_valid(a->d_name) ||
+        bool choices = strcmp(a->d_name, DNNJIT__AUTOTUNE_FOLDER) == 0;
+        if ((!choices && !dnnjit__arch_is_valid(a->d_name)) ||
             snprintf(folder, sizeof folder, "%s/%s", root, a->d_name) >= (int)sizeof folder)
             continue;
         DIR *d = opendir(folder);
@@ -624,7 +633,7 @@ static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), v
             continue;
         for (struct dirent *f; (f = readdir(d)) != NULL;) {
             char path[PATH_MAX];
-            if ((is_cubin_name(f->d_name) || is_temp_name(f->d_name)) &&
+            if ((is_temp_name(f->d_name) || (choices ? is_choice_name(f->d_name) : is_cubin_name(f->d_name))) &&
                 snprintf(path, sizeof path, "%s/%s", folder, f->d_name) < (int)sizeof path)
                 fn(a->d_name, f->d_name, path, user);
         }

@@ -336,10 +336,15 @@ dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_fil
 bool dnnjit__write_file_atomic(const char *folder, const char *file, const void *head, size_t head_size,
                                const void *body, size_t body_size);
 
+/* The folder of the cache folder where dnnjit_graph_autotune remembers its choices
+ * (src/runtime/autotune.c), one "<32 hex key>.plan" file each. */
+#define DNNJIT__AUTOTUNE_FOLDER "autotune"
+
 /* Drops every memory entry (destroying attached objects). */
 void dnnjit__jit_cache_clear_memory(void);
-/* Deletes the disk cache's CUBIN files and leftover temporary files (nothing else), and
- * the architecture folders they leave empty; *removed (may be NULL) counts the files. */
+/* Deletes the disk cache's CUBIN files, the autotune choices and leftover temporary files
+ * (nothing else), and the folders they leave empty; *removed (may be NULL) counts the
+ * files. */
 dnnjit_status_t dnnjit__jit_cache_clear_disk(uint64_t *removed);
 
 #endif

@@ -48,7 +48,7 @@ static bool cache_folder(char root[PATH_MAX])
 /* The folder of the records in the cache folder `root`. */
 static bool record_folder(const char *root, char folder[PATH_MAX])
 {
-    int n = snprintf(folder, PATH_MAX, "%s/autotune", root);
+    int n = snprintf(folder, PATH_MAX, "%s/" DNNJIT__AUTOTUNE_FOLDER, root);
     return n > 0 && n < PATH_MAX;
 }
 
