@@ -8,6 +8,7 @@
 
 #include "runtime/runtime.h"
 
+#include "common/strbuf.h"
 #include "engine/plan.h"
 
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
@@ -136,16 +137,14 @@ bool dnnjit__autotune_remember(dnnjit_graph_t g, int64_t index)
     if (!cache_folder(root) || !record_folder(root, folder) || !record_file(g, folder, file, hex) ||
         dnnjit_graph_get_plan_name(g, index, &name))
         return false;
-    char *record = malloc(strlen(RECORD_MAGIC) + strlen(hex) + strlen(name) + 20);
-    bool ok = record != NULL;
-    if (ok) {
-        int n = sprintf(record, RECORD_MAGIC "%s %016llx %s\n", hex, (unsigned long long)XXH64(name, strlen(name), 0),
-                        name);
-        ok = dnnjit__write_file_atomic(folder, file, record, (size_t)n, NULL, 0);
-        if (!ok)
-            dnnjit__log("autotune: cannot remember the choice in %s (%s)", file, strerror(errno));
-    }
-    free(record);
+    dnnjit__strbuf_t record = {0};
+    dnnjit__sb_printf(&record, RECORD_MAGIC "%s %016llx %s\n", hex, (unsigned long long)XXH64(name, strlen(name), 0),
+                      name);
+    bool ok = !record.failed && dnnjit__write_file_atomic(folder, file, record.data, record.len, NULL, 0);
+    if (!ok)
+        dnnjit__log("autotune: cannot remember the choice in %s (%s)", file,
+                    record.failed ? "out of memory" : strerror(errno));
+    dnnjit__sb_free(&record);
     dnnjit_free(name);
     return ok;
 }
