@@ -102,7 +102,9 @@ extern "C" {
     X(IO_ERROR, "input/output error")                                              \
     X(BAD_STATE, "operation not allowed in the graph's current state")            \
     X(NOT_FOUND, "not found")                                                      \
-    X(INTERNAL, "internal error")
+    X(INTERNAL, "internal error")                                                 \
+    X(COMPILE_ERROR, "NVRTC could not compile a generated kernel; the message holds the compiler log") \
+    X(CUDA_ERROR, "a CUDA driver call failed; the message names the call and the driver's error")
 
 typedef enum dnnjit_status {
 #define DNNJIT_STATUS_ENUM_(name, text) DNNJIT_STATUS_##name,
@@ -631,9 +633,12 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_check_support(dnnjit_graph_t graph);
 
 /* Generates, compiles (through the kernel cache) and, with a GPU, loads plans. The graph
  * needs a handle with an architecture. HEURISTICS_CHOICE makes the first plan that builds
- * the chosen one; ALL builds every plan and chooses the first. Errors: BAD_STATE (no
- * plans yet, or no handle / architecture), NOT_SUPPORTED (NVRTC missing, or no plan
- * compiled: the message carries NVRTC's log). */
+ * the chosen one; ALL builds every plan and chooses the first. When the graph has no
+ * chosen plan yet and dnnjit_graph_autotune remembered a choice for this graph on this
+ * device (see there) that is in the list and builds, both policies choose that one.
+ * Errors: BAD_STATE (no plans yet, or no handle / architecture), NOT_SUPPORTED (NVRTC
+ * missing), COMPILE_ERROR (no plan compiled: the message carries NVRTC's log),
+ * CUDA_ERROR (a kernel could not be loaded). */
 DNNJIT_API dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t graph, dnnjit_build_plan_policy_t policy);
 
 /* Builds plan `index` alone and makes it the chosen one. */
@@ -663,11 +668,72 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph,
  * non-virtual tensor needs a device buffer in the pack, aligned to its element size;
  * pass-by-value tensors without a fixed value point to one host element. `workspace` is
  * device memory of at least get_workspace_size bytes (NULL when that is 0). Allocates
- * nothing, can be captured in a CUDA graph, and does not synchronize. Errors: BAD_STATE
+ * nothing, can be captured in a CUDA graph (any capture mode), and does not synchronize.
+ * Pass-by-value elements are read during the call, so a captured graph replays with the
+ * values they had at capture; buffers are read by the kernels, so replays see their
+ * current contents. Errors: BAD_STATE
  * (no built plan, or no GPU), BAD_PARAM (a missing, unknown, duplicate, NULL, misaligned
- * or host pointer: the message names the tensor), and driver failures. */
+ * or host pointer: the message names the tensor), CUDA_ERROR (a launch failed: the
+ * message names the kernel and the driver's error). */
 DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,
                                                 void *workspace, void *stream);
+
+/* Times every built plan (building all supported plans first if only one or none is built) on the caller's
+ * buffers and stream, picks the fastest and makes it the chosen plan. The choice is remembered on disk,
+ * keyed by the graph and the device, and later builds of the same graph on the same device choose it.
+ *
+ * The arguments are execute's. The workspace is taken to be as large as get_workspace_size
+ * said before the call: plans that need more (a larger split-K scratch) are not timed. Each
+ * plan runs a few times to warm up; its time is then the median of several batches of
+ * back-to-back executes between two CUDA events on `stream`. The call waits for them, so it
+ * must not be captured in a CUDA graph. The outputs end up holding what the last plan timed
+ * wrote (every plan computes the same result). One graph, one thread at a time, as execute.
+ *
+ * The key is the graph's JSON (dnnjit_graph_to_json, names included), the handle's
+ * architecture and device name, and the dnnjit version; the record is a small file in the
+ * kernel cache's folder (under "autotune/"), so DNNJIT_CACHE=0 keeps the choice in this
+ * graph only. A choice that cannot be written is not an error.
+ *
+ * Errors: BAD_PARAM (graph NULL, or no built plan fits the workspace), BAD_STATE (no plans
+ * yet, or no GPU), those of build_plans, and those of execute (the message names the failing
+ * kernel). On failure the chosen plan is the one chosen before. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_autotune(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,
+                                                 void *workspace, void *stream);
+
+/* ------------------------------------------------------------------------------------ */
+/* Serialization                                                                         */
+/* ------------------------------------------------------------------------------------ */
+/*
+ * A built graph can be saved as one binary blob (layout: docs/serialize.md) holding its
+ * JSON, its chosen plan and the CUBIN of every kernel of that plan, and rebuilt from it
+ * later, in this process or another, ready to execute without compiling anything. The
+ * CUBINs only run on the architecture they were compiled for, and a blob is only read by
+ * the dnnjit version that wrote it. Both work without a GPU (deviceless handles).
+ */
+
+/* Serializes a built graph: its JSON, the chosen plan and the CUBIN of every kernel. *blob is
+ * allocated by the library; free it with dnnjit_free. The graph is only read (one thread
+ * at a time, as for every call on a graph). Errors: BAD_PARAM (a NULL argument),
+ * BAD_STATE (no plan built yet: call build first), OUT_OF_MEMORY. On failure *blob is
+ * NULL and *size 0. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_serialize(dnnjit_graph_t graph, void **blob, size_t *size);
+
+/* Rebuilds a graph from a blob made by dnnjit_graph_serialize, ready to execute (no NVRTC needed).
+ * The blob is untrusted: every field is checked before use. The new graph belongs to the
+ * caller (dnnjit_graph_destroy) and uses `handle`, whose architecture must be the one the
+ * blob was compiled for. Its plan list holds one plan, the blob's, built and chosen (index
+ * 0); plan name, source, behavior notes and workspace size read as on the original graph.
+ * With a GPU the kernels are loaded at once; a handle may be used by several threads
+ * deserializing at the same time. The blob is not kept: the caller may free it on return.
+ * Errors: BAD_PARAM (handle, out or, with size > 0, blob NULL), PARSE_ERROR (not a blob,
+ * truncated, damaged: a checksum mismatch, or a field that is out of bounds or names a
+ * tensor, engine or knob the rebuilt graph lacks; the message names the field),
+ * NOT_SUPPORTED (another blob format, another dnnjit version, or an architecture other
+ * than the handle's: the message names both), INVALID_GRAPH (the blob's JSON describes a
+ * bad graph), CUDA_ERROR (a kernel could not be loaded), OUT_OF_MEMORY. On failure *out
+ * is NULL. */
+DNNJIT_API dnnjit_status_t dnnjit_graph_deserialize(dnnjit_handle_t handle, const void *blob, size_t size,
+                                                    dnnjit_graph_t *out);
 
 /* ------------------------------------------------------------------------------------ */
 /* Element conversions (exposed for tests and tools)                                     */

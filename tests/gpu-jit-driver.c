@@ -152,7 +152,7 @@ static void load_failures_name_the_call(void **state)
     dnnjit__cu_module_t module = NULL;
     dnnjit__cu_function_t fn = NULL;
     JT_OK(dnnjit__jit_get_cubin(jt_axpy_source, "kernel.cu", arch, NULL, &cubin, &size, NULL));
-    JT_FAILS(dnnjit__driver_load_kernel(cubin, "no_such_kernel", &module, &fn), DNNJIT_STATUS_INTERNAL,
+    JT_FAILS(dnnjit__driver_load_kernel(cubin, "no_such_kernel", &module, &fn), DNNJIT_STATUS_CUDA_ERROR,
              "cuModuleGetFunction(\"no_such_kernel\") failed: CUDA_ERROR_NOT_FOUND");
     assert_null(module);
     free(cubin);

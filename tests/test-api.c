@@ -28,6 +28,10 @@ static void status_names_and_strings(void **state)
         {DNNJIT_STATUS_BAD_STATE, "BAD_STATE", "operation not allowed in the graph's current state"},
         {DNNJIT_STATUS_NOT_FOUND, "NOT_FOUND", "not found"},
         {DNNJIT_STATUS_INTERNAL, "INTERNAL", "internal error"},
+        {DNNJIT_STATUS_COMPILE_ERROR, "COMPILE_ERROR",
+         "NVRTC could not compile a generated kernel; the message holds the compiler log"},
+        {DNNJIT_STATUS_CUDA_ERROR, "CUDA_ERROR",
+         "a CUDA driver call failed; the message names the call and the driver's error"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         /* The codes are consecutive from 0, in the order of the map. */
@@ -49,7 +53,7 @@ static void status_map_is_consistent(void **state)
     count++;
     DNNJIT_STATUS_MAP(CHECK_)
 #undef CHECK_
-    assert_int_equal(count, 10);
+    assert_int_equal(count, 12);
     /* Every text is distinct: no two statuses read the same. */
     for (int i = 0; i < count; i++)
         for (int j = i + 1; j < count; j++)
@@ -59,7 +63,7 @@ static void status_map_is_consistent(void **state)
 static void status_unknown_values(void **state)
 {
     (void)state;
-    int bad[] = {-1, 10, 11, 1000, -1000};
+    int bad[] = {-1, 12, 13, 1000, -1000};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_null(dnnjit_status_name((dnnjit_status_t)bad[i]));
         assert_string_equal(dnnjit_status_string((dnnjit_status_t)bad[i]), "unknown status");

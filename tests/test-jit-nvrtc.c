@@ -50,7 +50,7 @@ static void extra_options_are_passed(void **state)
     JT_OK(dnnjit__nvrtc_compile(src, "scaled.cu", "sm_80", &opt, &cubin, &size));
     jt_assert_cubin(cubin, size, "k");
     free(cubin);
-    JT_FAILS(dnnjit__nvrtc_compile(src, "scaled.cu", "sm_80", NULL, &cubin, &size), DNNJIT_STATUS_INTERNAL,
+    JT_FAILS(dnnjit__nvrtc_compile(src, "scaled.cu", "sm_80", NULL, &cubin, &size), DNNJIT_STATUS_COMPILE_ERROR,
              "SCALE missing");
     assert_null(cubin);
     assert_int_equal(size, 0);
@@ -65,7 +65,7 @@ static void syntax_error_reports_the_log(void **state)
                       "}\n";
     void *cubin = (void *)1;
     size_t size = 1;
-    JT_FAILS(dnnjit__nvrtc_compile(src, "broken.cu", "sm_90a", NULL, &cubin, &size), DNNJIT_STATUS_INTERNAL,
+    JT_FAILS(dnnjit__nvrtc_compile(src, "broken.cu", "sm_90a", NULL, &cubin, &size), DNNJIT_STATUS_COMPILE_ERROR,
              "NVRTC could not compile \"broken.cu\" for sm_90a");
     /* NVRTC's log names the file and line of the error. */
     assert_non_null(strstr(dnnjit_last_error(), "broken.cu(3)"));
@@ -87,7 +87,7 @@ static void long_log_is_truncated(void **state)
     snprintf(src + used, cap - used, "}\n");
     void *cubin = NULL;
     size_t size = 0;
-    JT_FAILS(dnnjit__nvrtc_compile(src, "many.cu", "sm_80", NULL, &cubin, &size), DNNJIT_STATUS_INTERNAL,
+    JT_FAILS(dnnjit__nvrtc_compile(src, "many.cu", "sm_80", NULL, &cubin, &size), DNNJIT_STATUS_COMPILE_ERROR,
              "undefined_name_0");
     const char *msg = dnnjit_last_error();
     assert_non_null(strstr(msg, "(log truncated)"));
@@ -254,7 +254,7 @@ static void cu_check_names_the_call(void **state)
              "cuMemAlloc(4096 bytes) failed: ");
     assert_non_null(strstr(dnnjit_last_error(), "(2)"));
     JT_FAILS(dnnjit__cu_check(100, "cuDeviceGet"), DNNJIT_STATUS_NOT_SUPPORTED, "cuDeviceGet failed");
-    JT_FAILS(dnnjit__cu_check(700, "cuStreamSynchronize"), DNNJIT_STATUS_INTERNAL, "(700)");
+    JT_FAILS(dnnjit__cu_check(700, "cuStreamSynchronize"), DNNJIT_STATUS_CUDA_ERROR, "(700)");
 }
 
 int main(int argc, char **argv)

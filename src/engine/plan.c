@@ -396,6 +396,17 @@ static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__
     return s;
 }
 
+dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_key_t key)
+{
+    /* Loaded modules are shared through the cache entry, so that graphs with the same
+     * kernel load it once; the entry unloads the module when it goes away. */
+    const loaded_kernel_t *loaded = dnnjit__jit_cache_object(key);
+    dnnjit_status_t s = loaded ? DNNJIT_STATUS_SUCCESS : load_and_attach(b, key, &loaded);
+    if (!s)
+        b->function = loaded->fn;
+    return s;
+}
+
 static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const char *arch, bool has_device)
 {
     if (plan->built)
@@ -405,15 +416,8 @@ static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const 
         dnnjit__built_kernel_t *b = &plan->kernels[i];
         dnnjit__jit_key_t key;
         s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, NULL, &b->cubin, &b->cubin_size, &key);
-        if (s || !has_device)
-            continue;
-        /* Loaded modules are shared through the cache entry, so that graphs with the same
-         * kernel load it once; the entry unloads the module when it goes away. */
-        const loaded_kernel_t *loaded = dnnjit__jit_cache_object(key);
-        if (!loaded)
-            s = load_and_attach(b, key, &loaded);
-        if (!s)
-            b->function = loaded->fn;
+        if (!s && has_device)
+            s = dnnjit__plan_load_kernel(b, key);
     }
     plan->built = !s;
     return s;
@@ -447,9 +451,16 @@ dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t g, dnnjit_build_plan_pol
     dnnjit_status_t s = build_target(g, arch, &has_device);
     if (s)
         return s;
+    /* A choice autotune remembered comes first when nothing is chosen yet; if it does not
+     * build, the list's order decides as usual. */
+    int64_t remembered = g->jit->chosen < 0 ? dnnjit__autotune_remembered(g) : -1;
+    if (remembered >= 0 && build_plan(g, &g->jit->plans[remembered], arch, has_device) == DNNJIT_STATUS_SUCCESS)
+        g->jit->chosen = remembered;
     dnnjit_status_t first_error = DNNJIT_STATUS_SUCCESS;
     char message[DNNJIT__MSG_LEN] = "";
     for (int64_t i = 0; i < g->jit->plan_count; i++) {
+        if (g->jit->chosen >= 0 && policy == DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE)
+            break;
         s = build_plan(g, &g->jit->plans[i], arch, has_device);
         if (s && !first_error) {
             first_error = s;
@@ -457,8 +468,6 @@ dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t g, dnnjit_build_plan_pol
         }
         if (!s && g->jit->chosen < 0)
             g->jit->chosen = i;
-        if (g->jit->chosen >= 0 && policy == DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE)
-            break;
     }
     if (g->jit->chosen < 0)
         return dnnjit__fail(g, first_error, "build_plans: no plan of graph \"%s\" could be built; the first failure: %s",

@@ -4,6 +4,7 @@
 #define DNNJIT_ENGINE_PLAN_H
 
 #include "engine/engine.h"
+#include "jit/jit.h"
 
 typedef struct dnnjit__plan_choice {
     const dnnjit__engine_t *engine;
@@ -41,6 +42,11 @@ void dnnjit__jit_state_free(dnnjit__jit_state_t *state);
  * 256-byte aligned) the largest scratch a kernel of the chosen plan asks for. Before a plan
  * is chosen, the intermediates only. */
 int64_t dnnjit__workspace_size(const dnnjit__jit_state_t *state, int64_t *scratch_offset);
+
+/* Loads a built kernel's CUBIN on the current device and sets b->function. The loaded
+ * module belongs to the kernel-cache entry of `key`, which must exist: graphs whose
+ * kernels share an entry share the module, and it is unloaded with the entry. */
+dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_key_t key);
 
 /* Every engine, most specialised first (the order mode A ranks them in). */
 extern const dnnjit__engine_t *const dnnjit__engines[];

@@ -65,6 +65,21 @@ dnnjit__jit_key_t dnnjit__jit_key_compute(const dnnjit__jit_key_input_t *in)
     return (dnnjit__jit_key_t){.low = h.low64, .high = h.high64};
 }
 
+dnnjit__jit_key_t dnnjit__jit_cubin_key(const void *cubin, size_t size, const char *name, const char *arch)
+{
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_128bits_reset(&st);
+    /* Another domain string than source keys', so that the two kinds never meet. */
+    hash_string(&st, "dnnjit loaded cubin key 1");
+    hash_int(&st, DNNJIT_VERSION);
+    hash_string(&st, arch);
+    hash_string(&st, name);
+    hash_bytes(&st, cubin, size);
+    XXH128_hash_t h = XXH3_128bits_digest(&st);
+    return (dnnjit__jit_key_t){.low = h.low64, .high = h.high64};
+}
+
 void dnnjit__jit_key_hex(dnnjit__jit_key_t key, char hex[DNNJIT__KEY_HEX_LEN])
 {
     snprintf(hex, DNNJIT__KEY_HEX_LEN, "%016llx%016llx", (unsigned long long)key.high, (unsigned long long)key.low);
@@ -174,24 +189,35 @@ static void *memory_lookup(dnnjit__jit_key_t key, size_t *size)
 }
 
 /* Adds an entry holding a copy of the CUBIN. Another thread may have added the same key
- * meanwhile; its entry is as good as ours. Out of memory only means no caching. */
-static void memory_insert(dnnjit__jit_key_t key, const void *cubin, size_t size)
+ * meanwhile; its entry is as good as ours. False when out of memory kept the key out
+ * (for lookups that only means no caching). */
+static bool memory_insert(dnnjit__jit_key_t key, const void *cubin, size_t size)
 {
     entry_t *e = calloc(1, sizeof *e);
     void *copy = copy_bytes(cubin, size);
     pthread_mutex_lock(&mem.lock);
     grow_locked();
-    if (e && copy && mem.bucket_count && !find_locked(key)) {
+    bool present = mem.bucket_count && find_locked(key);
+    if (e && copy && mem.bucket_count && !present) {
         *e = (entry_t){.key = key, .cubin = copy, .size = size, .next = *bucket_of(key)};
         *bucket_of(key) = e;
         mem.count++;
         mem.bytes += size;
         e = NULL;
         copy = NULL;
+        present = true;
     }
     pthread_mutex_unlock(&mem.lock);
     free(e);
     free(copy);
+    return present;
+}
+
+dnnjit_status_t dnnjit__jit_cache_insert(dnnjit__jit_key_t key, const void *cubin, size_t size)
+{
+    if (memory_insert(key, cubin, size))
+        return DNNJIT_STATUS_SUCCESS;
+    return dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "kernel cache: no memory for a %zu-byte CUBIN", size);
 }
 
 dnnjit_status_t dnnjit__jit_cache_attach(dnnjit__jit_key_t key, void *object, dnnjit__jit_object_destroy_t destroy,
@@ -295,43 +321,15 @@ void dnnjit__jit_cache_reset_stats(void)
 /* Far above any kernel; a length beyond it is damage, not a CUBIN. */
 #define MAX_PAYLOAD ((uint64_t)1 << 30)
 
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 static void encode_header(unsigned char h[HEADER_SIZE], dnnjit__jit_key_t key, const void *payload, size_t size)
 {
     memcpy(h, FILE_MAGIC, 8);
-    put_u32(h + 8, FILE_FORMAT);
-    put_u32(h + 12, DNNJIT_VERSION);
-    put_u64(h + 16, size);
-    put_u64(h + 24, XXH64(payload, size, 0));
-    put_u64(h + 32, key.low);
-    put_u64(h + 40, key.high);
+    dnnjit__put_u32(h + 8, FILE_FORMAT);
+    dnnjit__put_u32(h + 12, DNNJIT_VERSION);
+    dnnjit__put_u64(h + 16, size);
+    dnnjit__put_u64(h + 24, XXH64(payload, size, 0));
+    dnnjit__put_u64(h + 32, key.low);
+    dnnjit__put_u64(h + 40, key.high);
 }
 
 /* Warns once per process that the disk cache is unusable; lookups go on from memory. */
@@ -451,18 +449,18 @@ static void *read_checked(int fd, dnnjit__jit_key_t key, size_t *size, const cha
         *why = "shorter than its header";
         return NULL;
     }
-    uint64_t len = get_u64(h + 16);
+    uint64_t len = dnnjit__get_u64(h + 16);
     if (memcmp(h, FILE_MAGIC, 8) != 0) {
         *why = "wrong magic";
-    } else if (get_u32(h + 8) != FILE_FORMAT || get_u32(h + 12) != DNNJIT_VERSION) {
+    } else if (dnnjit__get_u32(h + 8) != FILE_FORMAT || dnnjit__get_u32(h + 12) != DNNJIT_VERSION) {
         *why = "written by another format or dnnjit version";
-    } else if (!key_equal((dnnjit__jit_key_t){get_u64(h + 32), get_u64(h + 40)}, key)) {
+    } else if (!key_equal((dnnjit__jit_key_t){dnnjit__get_u64(h + 32), dnnjit__get_u64(h + 40)}, key)) {
         *why = "holds another key";
     } else if (len == 0 || len > MAX_PAYLOAD || (uint64_t)st.st_size != HEADER_SIZE + len) {
         *why = "length does not match the file (truncated or extended)";
     } else {
         void *payload = malloc(len);
-        if (payload && read_all(fd, payload, len) && XXH64(payload, len, 0) == get_u64(h + 24)) {
+        if (payload && read_all(fd, payload, len) && XXH64(payload, len, 0) == dnnjit__get_u64(h + 24)) {
             *size = len;
             return payload;
         }
@@ -494,29 +492,26 @@ static void *disk_lookup(const char *file, dnnjit__jit_key_t key, size_t *size)
     return payload;
 }
 
-/* Writes the CUBIN under a unique temporary name in the same folder, then renames it
- * into place, so that concurrent writers of one key all succeed and the last rename
- * wins with identical content. */
-static void disk_store(const char *folder, const char *file, dnnjit__jit_key_t key, const void *cubin, size_t size)
+/* The file is written under a unique temporary name in the same folder, then renamed
+ * into place, so that concurrent writers of one file all succeed and the last rename
+ * wins. */
+bool dnnjit__write_file_atomic(const char *folder, const char *file, const void *head, size_t head_size,
+                               const void *body, size_t body_size)
 {
     char tmp[PATH_MAX];
-    if (!make_folders(folder)) {
-        COUNT(disk_write_failures);
-        disk_trouble("create", folder, errno);
-        return;
-    }
-    int n = snprintf(tmp, sizeof tmp, "%.*s.tmp.XXXXXX", (int)(strlen(file) - strlen(".cubin")), file);
+    if (!make_folders(folder))
+        return false;
+    const char *dot = strrchr(file, '.');
+    const char *slash = strrchr(file, '/');
+    int stem = (int)(dot && (!slash || dot > slash) ? dot - file : (ptrdiff_t)strlen(file));
+    int n = snprintf(tmp, sizeof tmp, "%.*s.tmp.XXXXXX", stem, file);
     int fd = n > 0 && n < (int)sizeof tmp ? mkstemp(tmp) : (errno = ENAMETOOLONG, -1);
-    if (fd < 0) {
-        COUNT(disk_write_failures);
-        disk_trouble("write in", folder, errno);
-        return;
-    }
-    unsigned char h[HEADER_SIZE];
-    encode_header(h, key, cubin, size);
+    if (fd < 0)
+        return false;
     /* mkstemp makes the file private; a cache folder shared by several users needs it
      * readable, as ordinary files are. */
-    bool ok = fchmod(fd, 0644) == 0 && write_all(fd, h, sizeof h) && write_all(fd, cubin, size) && fsync(fd) == 0;
+    bool ok = fchmod(fd, 0644) == 0 && write_all(fd, head, head_size) && write_all(fd, body, body_size) &&
+              fsync(fd) == 0;
     int err = errno;
     if (close(fd) != 0 && ok) {
         ok = false;
@@ -526,13 +521,23 @@ static void disk_store(const char *folder, const char *file, dnnjit__jit_key_t k
         ok = false;
         err = errno;
     }
-    if (ok) {
+    if (!ok) {
+        unlink(tmp);
+        errno = err;
+    }
+    return ok;
+}
+
+static void disk_store(const char *folder, const char *file, dnnjit__jit_key_t key, const void *cubin, size_t size)
+{
+    unsigned char h[HEADER_SIZE];
+    encode_header(h, key, cubin, size);
+    if (dnnjit__write_file_atomic(folder, file, h, sizeof h, cubin, size)) {
         COUNT(disk_writes);
         return;
     }
-    unlink(tmp);
     COUNT(disk_write_failures);
-    disk_trouble("write", file, err);
+    disk_trouble("write", file, errno);
 }
 
 /* ---- the lookup ---- */
@@ -593,8 +598,16 @@ static bool is_temp_name(const char *s)
     return is_hex(s, 32) && strncmp(s + 32, ".tmp.", 5) == 0 && strlen(s + 37) == 6;
 }
 
-/* Calls `fn` for each cache file (CUBIN or temp) in each architecture folder; afterwards
- * calls `folder_done` for each such folder when non-NULL. */
+/* "<32 hex>.plan": a choice dnnjit_graph_autotune remembered. */
+static bool is_choice_name(const char *s)
+{
+    return is_hex(s, 32) && strcmp(s + 32, ".plan") == 0;
+}
+
+/* Calls `fn` for each file the library writes in the cache folder: CUBIN and temp files
+ * in each architecture folder, choice and temp files in the autotune folder (whose `arch`
+ * is then DNNJIT__AUTOTUNE_FOLDER); afterwards calls `folder_done` for each such folder
+ * when non-NULL. */
 typedef void (*file_fn)(const char *arch, const char *name, const char *path, void *user);
 
 static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), void *user)
@@ -611,7 +624,8 @@ static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), v
     }
     for (struct dirent *a; (a = readdir(top)) != NULL;) {
         char folder[PATH_MAX];
-        if (!dnnjit__arch_is_valid(a->d_name) ||
+        bool choices = strcmp(a->d_name, DNNJIT__AUTOTUNE_FOLDER) == 0;
+        if ((!choices && !dnnjit__arch_is_valid(a->d_name)) ||
             snprintf(folder, sizeof folder, "%s/%s", root, a->d_name) >= (int)sizeof folder)
             continue;
         DIR *d = opendir(folder);
@@ -619,7 +633,7 @@ static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), v
             continue;
         for (struct dirent *f; (f = readdir(d)) != NULL;) {
             char path[PATH_MAX];
-            if ((is_cubin_name(f->d_name) || is_temp_name(f->d_name)) &&
+            if ((is_temp_name(f->d_name) || (choices ? is_choice_name(f->d_name) : is_cubin_name(f->d_name))) &&
                 snprintf(path, sizeof path, "%s/%s", folder, f->d_name) < (int)sizeof path)
                 fn(a->d_name, f->d_name, path, user);
         }

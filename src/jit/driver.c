@@ -7,12 +7,13 @@
 #include "graph/graph.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* CUresult values that map to a status other than INTERNAL. */
+/* CUresult values that map to a status other than CUDA_ERROR. */
 enum {
     CUDA_ERROR_INVALID_VALUE = 1,
     CUDA_ERROR_OUT_OF_MEMORY = 2,
@@ -46,7 +47,7 @@ static dnnjit_status_t status_for(dnnjit__cu_result_t r)
     case CUDA_ERROR_NOT_SUPPORTED:
         return DNNJIT_STATUS_NOT_SUPPORTED;
     default:
-        return DNNJIT_STATUS_INTERNAL;
+        return DNNJIT_STATUS_CUDA_ERROR;
     }
 }
 
@@ -84,6 +85,7 @@ static const struct {
     {{"cuDeviceGetCount"}, SLOT(cuDeviceGetCount), false},
     {{"cuDeviceGet"}, SLOT(cuDeviceGet), false},
     {{"cuDeviceGetAttribute"}, SLOT(cuDeviceGetAttribute), false},
+    {{"cuDeviceGetName"}, SLOT(cuDeviceGetName), false},
     {{"cuDevicePrimaryCtxRetain"}, SLOT(cuDevicePrimaryCtxRetain), false},
     {{"cuDevicePrimaryCtxRelease_v2"}, SLOT(cuDevicePrimaryCtxRelease), false},
     {{"cuCtxSetCurrent"}, SLOT(cuCtxSetCurrent), false},
@@ -102,11 +104,19 @@ static const struct {
     {{"cuMemcpyDtoH_v2"}, SLOT(cuMemcpyDtoH), false},
     {{"cuStreamSynchronize"}, SLOT(cuStreamSynchronize), false},
     {{"cuMemsetD32Async"}, SLOT(cuMemsetD32Async), false},
+    {{"cuStreamCreate"}, SLOT(cuStreamCreate), false},
+    {{"cuStreamDestroy_v2"}, SLOT(cuStreamDestroy), false},
     {{"cuEventCreate"}, SLOT(cuEventCreate), false},
     {{"cuEventDestroy_v2"}, SLOT(cuEventDestroy), false},
     {{"cuEventRecord"}, SLOT(cuEventRecord), false},
     {{"cuEventSynchronize"}, SLOT(cuEventSynchronize), false},
     {{"cuEventElapsedTime_v2", "cuEventElapsedTime"}, SLOT(cuEventElapsedTime), false},
+    {{"cuStreamBeginCapture_v2"}, SLOT(cuStreamBeginCapture), true},
+    {{"cuStreamEndCapture"}, SLOT(cuStreamEndCapture), true},
+    {{"cuGraphInstantiateWithFlags"}, SLOT(cuGraphInstantiateWithFlags), true},
+    {{"cuGraphLaunch"}, SLOT(cuGraphLaunch), true},
+    {{"cuGraphExecDestroy"}, SLOT(cuGraphExecDestroy), true},
+    {{"cuGraphDestroy"}, SLOT(cuGraphDestroy), true},
     {{"cuTensorMapEncodeTiled"}, SLOT(cuTensorMapEncodeTiled), true},
 };
 
@@ -196,7 +206,8 @@ void dnnjit__arch_for_capability(int major, int minor, char arch[DNNJIT__ARCH_LE
     snprintf(arch, DNNJIT__ARCH_LEN, "sm_%d%d%s", major, minor, specific ? "a" : "");
 }
 
-dnnjit_status_t dnnjit__driver_current_arch(char arch[DNNJIT__ARCH_LEN])
+/* The device of the context current on this thread. */
+static dnnjit_status_t current_device(dnnjit__cu_device_t *device)
 {
     dnnjit_status_t s = dnnjit__driver_load();
     if (s != DNNJIT_STATUS_SUCCESS)
@@ -206,9 +217,25 @@ dnnjit_status_t dnnjit__driver_current_arch(char arch[DNNJIT__ARCH_LEN])
         return s;
     if (!ctx)
         return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_STATE, "no CUDA context is current on this thread");
+    return dnnjit__cu_check(api.cuCtxGetDevice(device), "cuCtxGetDevice");
+}
+
+dnnjit_status_t dnnjit__driver_current_device_name(char *name, size_t size)
+{
+    dnnjit__cu_device_t device;
+    dnnjit_status_t s = current_device(&device);
+    if (s == DNNJIT_STATUS_SUCCESS)
+        s = dnnjit__cu_check(api.cuDeviceGetName(name, size > INT_MAX ? INT_MAX : (int)size, device),
+                             "cuDeviceGetName");
+    return s;
+}
+
+dnnjit_status_t dnnjit__driver_current_arch(char arch[DNNJIT__ARCH_LEN])
+{
     dnnjit__cu_device_t device;
     int major = 0, minor = 0;
-    if ((s = dnnjit__cu_check(api.cuCtxGetDevice(&device), "cuCtxGetDevice")) == DNNJIT_STATUS_SUCCESS &&
+    dnnjit_status_t s = current_device(&device);
+    if (s == DNNJIT_STATUS_SUCCESS &&
         (s = dnnjit__cu_check(api.cuDeviceGetAttribute(&major, DNNJIT__CU_DEVICE_ATTRIBUTE_CC_MAJOR, device),
                               "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)")) == DNNJIT_STATUS_SUCCESS &&
         (s = dnnjit__cu_check(api.cuDeviceGetAttribute(&minor, DNNJIT__CU_DEVICE_ATTRIBUTE_CC_MINOR, device),

@@ -12,6 +12,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ---- little-endian fields of the files and blobs the library writes ---- */
+
+static inline void dnnjit__put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void dnnjit__put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint32_t dnnjit__get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t dnnjit__get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
 /* ---- logging ---- */
 
 /* Whether DNNJIT_LOG is set to something other than "" or "0". */
@@ -50,9 +80,9 @@ dnnjit_status_t dnnjit__nvrtc_version(int *major, int *minor);
 
 /* Compiles `source` (program `name`, used in NVRTC's messages) to a CUBIN for `arch` with
  * -std=c++17 and -default-device plus `options` (NULL for none). On success *cubin is a
- * malloc'd buffer of *size bytes that the caller frees. A compile error gives INTERNAL
- * (generated code that does not compile is dnnjit's fault), an option or architecture
- * this NVRTC rejects NOT_SUPPORTED; both carry NVRTC's log, truncated to fit a message. */
+ * malloc'd buffer of *size bytes that the caller frees. A compile error (or any other
+ * NVRTC failure while compiling) gives COMPILE_ERROR, an option or architecture this NVRTC
+ * rejects NOT_SUPPORTED; both carry NVRTC's log, truncated to fit a message. */
 dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, const char *arch,
                                       const dnnjit__compile_options_t *options, void **cubin, size_t *size);
 
@@ -68,6 +98,8 @@ typedef struct dnnjit__cu_mod *dnnjit__cu_module_t;
 typedef struct dnnjit__cu_func *dnnjit__cu_function_t;
 typedef struct dnnjit__cu_stream *dnnjit__cu_stream_t;
 typedef struct dnnjit__cu_event *dnnjit__cu_event_t;
+typedef struct dnnjit__cu_graph *dnnjit__cu_graph_t;
+typedef struct dnnjit__cu_graph_exec *dnnjit__cu_graph_exec_t;
 
 /* CUlaunchAttribute: an id, padding to 8 bytes and a 64-byte value union. */
 typedef struct dnnjit__cu_launch_attribute {
@@ -104,6 +136,8 @@ enum {
     DNNJIT__CU_MEMORYTYPE_UNIFIED = 4,
     DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     DNNJIT__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+    DNNJIT__CU_STREAM_NON_BLOCKING = 1,
+    DNNJIT__CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
 };
 
 /* The resolved driver entry points (the _v2 ABI where the driver has one). Every member
@@ -117,6 +151,7 @@ typedef struct dnnjit__cuda_api {
     dnnjit__cu_result_t (*cuDeviceGetCount)(int *count);
     dnnjit__cu_result_t (*cuDeviceGet)(dnnjit__cu_device_t *device, int ordinal);
     dnnjit__cu_result_t (*cuDeviceGetAttribute)(int *value, int attribute, dnnjit__cu_device_t device);
+    dnnjit__cu_result_t (*cuDeviceGetName)(char *name, int length, dnnjit__cu_device_t device);
     dnnjit__cu_result_t (*cuDevicePrimaryCtxRetain)(dnnjit__cu_context_t *ctx, dnnjit__cu_device_t device);
     dnnjit__cu_result_t (*cuDevicePrimaryCtxRelease)(dnnjit__cu_device_t device);
     dnnjit__cu_result_t (*cuCtxSetCurrent)(dnnjit__cu_context_t ctx);
@@ -142,11 +177,22 @@ typedef struct dnnjit__cuda_api {
     dnnjit__cu_result_t (*cuStreamSynchronize)(dnnjit__cu_stream_t stream);
     dnnjit__cu_result_t (*cuMemsetD32Async)(dnnjit__cu_deviceptr_t dst, unsigned int value, size_t count,
                                             dnnjit__cu_stream_t stream);
+    dnnjit__cu_result_t (*cuStreamCreate)(dnnjit__cu_stream_t *stream, unsigned int flags);
+    dnnjit__cu_result_t (*cuStreamDestroy)(dnnjit__cu_stream_t stream);
     dnnjit__cu_result_t (*cuEventCreate)(dnnjit__cu_event_t *event, unsigned int flags);
     dnnjit__cu_result_t (*cuEventDestroy)(dnnjit__cu_event_t event);
     dnnjit__cu_result_t (*cuEventRecord)(dnnjit__cu_event_t event, dnnjit__cu_stream_t stream);
     dnnjit__cu_result_t (*cuEventSynchronize)(dnnjit__cu_event_t event);
     dnnjit__cu_result_t (*cuEventElapsedTime)(float *ms, dnnjit__cu_event_t start, dnnjit__cu_event_t end);
+    /* Stream capture into CUDA graphs. Optional: nothing in the library needs them, only
+     * callers that capture (cuGraphInstantiateWithFlags is CUDA 11.4+). */
+    dnnjit__cu_result_t (*cuStreamBeginCapture)(dnnjit__cu_stream_t stream, int mode);
+    dnnjit__cu_result_t (*cuStreamEndCapture)(dnnjit__cu_stream_t stream, dnnjit__cu_graph_t *graph);
+    dnnjit__cu_result_t (*cuGraphInstantiateWithFlags)(dnnjit__cu_graph_exec_t *exec, dnnjit__cu_graph_t graph,
+                                                       unsigned long long flags);
+    dnnjit__cu_result_t (*cuGraphLaunch)(dnnjit__cu_graph_exec_t exec, dnnjit__cu_stream_t stream);
+    dnnjit__cu_result_t (*cuGraphExecDestroy)(dnnjit__cu_graph_exec_t exec);
+    dnnjit__cu_result_t (*cuGraphDestroy)(dnnjit__cu_graph_t graph);
     /* Optional (CUDA 12.0+). The enumerations are passed as their int values. */
     dnnjit__cu_result_t (*cuTensorMapEncodeTiled)(dnnjit__cu_tensor_map_t *map, int data_type, uint32_t rank,
                                                   void *address, const uint64_t *dims, const uint64_t *strides,
@@ -163,7 +209,9 @@ dnnjit_status_t dnnjit__driver_load(void);
 const dnnjit__cuda_api_t *dnnjit__cuda(void);
 
 /* Turns a CUresult into a status: SUCCESS for 0, else a failure whose message names
- * `call` and carries the driver's error name and text. */
+ * `call` and carries the driver's error name and text. The status is OUT_OF_MEMORY for
+ * CUDA_ERROR_OUT_OF_MEMORY, NOT_SUPPORTED for a missing device, binary or driver feature,
+ * and CUDA_ERROR for every other error. */
 dnnjit_status_t dnnjit__cu_check(dnnjit__cu_result_t result, const char *call);
 
 /* Makes the primary context of device `ordinal` current on this thread (retaining it;
@@ -174,6 +222,9 @@ dnnjit_status_t dnnjit__driver_use_device(int ordinal);
  * capability 9.0, "sm_100a" for 10.0 (the arch-specific features the kernels use), else
  * "sm_<major><minor>". `arch` has DNNJIT__ARCH_LEN bytes. */
 dnnjit_status_t dnnjit__driver_current_arch(char arch[DNNJIT__ARCH_LEN]);
+
+/* The name of the current context's device ("NVIDIA H200"), cut to fit `size` bytes. */
+dnnjit_status_t dnnjit__driver_current_device_name(char *name, size_t size);
 
 /* The same mapping from a compute capability, for callers that know it already. */
 void dnnjit__arch_for_capability(int major, int minor, char arch[DNNJIT__ARCH_LEN]);
@@ -214,6 +265,11 @@ typedef struct dnnjit__jit_key_input {
 #define DNNJIT__KEY_HEX_LEN 33 /* 32 hex digits and the terminator */
 
 dnnjit__jit_key_t dnnjit__jit_key_compute(const dnnjit__jit_key_input_t *input);
+/* The key of a CUBIN that arrives without its source (a deserialized graph's): XXH3-128
+ * over the CUBIN itself, its kernel name, architecture and the dnnjit version. Such keys
+ * never equal source keys, so CUBINs from outside cannot stand in for compiled ones. */
+dnnjit__jit_key_t dnnjit__jit_cubin_key(const void *cubin, size_t size, const char *name, const char *arch);
+
 /* Lower-case hex of the key, high half first. */
 void dnnjit__jit_key_hex(dnnjit__jit_key_t key, char hex[DNNJIT__KEY_HEX_LEN]);
 
@@ -226,6 +282,10 @@ dnnjit_status_t dnnjit__jit_key(const char *source, const char *name, const char
 dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, const char *arch,
                                       const dnnjit__compile_options_t *options, void **cubin, size_t *size,
                                       dnnjit__jit_key_t *key_out);
+
+/* Adds a memory entry (never a disk file) holding a copy of `cubin` under `key`, unless
+ * one exists. OUT_OF_MEMORY when it could not be added. */
+dnnjit_status_t dnnjit__jit_cache_insert(dnnjit__jit_key_t key, const void *cubin, size_t size);
 
 /* Each memory entry can carry one object built from its CUBIN (a loaded module or
  * function). The cache calls `destroy(object)` when the entry goes away. */
@@ -269,10 +329,22 @@ typedef struct dnnjit__jit_cache_file {
  * that does not exist lists nothing. */
 dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_file_t *file, void *user), void *user);
 
+/* Writes `head` then `body` (either may be empty, 0 bytes) as `file` (a path inside
+ * `folder`; the folder and its parents are created when missing) so that readers see a
+ * whole file or none: through "<file without its extension>.tmp.XXXXXX", synced and
+ * renamed into place. False with errno set on failure; nothing is left behind. */
+bool dnnjit__write_file_atomic(const char *folder, const char *file, const void *head, size_t head_size,
+                               const void *body, size_t body_size);
+
+/* The folder of the cache folder where dnnjit_graph_autotune remembers its choices
+ * (src/runtime/autotune.c), one "<32 hex key>.plan" file each. */
+#define DNNJIT__AUTOTUNE_FOLDER "autotune"
+
 /* Drops every memory entry (destroying attached objects). */
 void dnnjit__jit_cache_clear_memory(void);
-/* Deletes the disk cache's CUBIN files and leftover temporary files (nothing else), and
- * the architecture folders they leave empty; *removed (may be NULL) counts the files. */
+/* Deletes the disk cache's CUBIN files, the autotune choices and leftover temporary files
+ * (nothing else), and the folders they leave empty; *removed (may be NULL) counts the
+ * files. */
 dnnjit_status_t dnnjit__jit_cache_clear_disk(uint64_t *removed);
 
 #endif

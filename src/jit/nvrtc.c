@@ -206,7 +206,7 @@ static dnnjit_status_t compile_failure(nvrtc_program_t prog, nvrtc_result_t r, c
         log[--len] = '\0';
     dnnjit_status_t status = r == NVRTC_ERROR_OUT_OF_MEMORY  ? DNNJIT_STATUS_OUT_OF_MEMORY
                              : r == NVRTC_ERROR_INVALID_OPTION ? DNNJIT_STATUS_NOT_SUPPORTED
-                                                               : DNNJIT_STATUS_INTERNAL;
+                                                               : DNNJIT_STATUS_COMPILE_ERROR;
     dnnjit__fail(NULL, status, "NVRTC could not compile \"%s\" for %s: %s%s%.*s%s", name, arch,
                  nvrtc.get_error_string(r), len ? "\n" : "", (int)(len > LOG_KEEP ? LOG_KEEP : len),
                  log ? log : "", len > LOG_KEEP ? "\n... (log truncated)" : "");
@@ -261,7 +261,7 @@ dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, cons
     nvrtc_result_t r = nvrtc.create_program(&prog, source, name, 0, NULL, NULL);
     if (r != NVRTC_SUCCESS) {
         free(opts);
-        return dnnjit__fail(NULL, r == NVRTC_ERROR_OUT_OF_MEMORY ? DNNJIT_STATUS_OUT_OF_MEMORY : DNNJIT_STATUS_INTERNAL,
+        return dnnjit__fail(NULL, r == NVRTC_ERROR_OUT_OF_MEMORY ? DNNJIT_STATUS_OUT_OF_MEMORY : DNNJIT_STATUS_COMPILE_ERROR,
                             "nvrtcCreateProgram for \"%s\" failed: %s", name, nvrtc.get_error_string(r));
     }
     r = nvrtc.compile_program(prog, n, opts);
@@ -269,13 +269,13 @@ dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, cons
     if (r != NVRTC_SUCCESS) {
         s = compile_failure(prog, r, name, arch);
     } else if ((r = nvrtc.get_cubin_size(prog, size)) != NVRTC_SUCCESS || *size == 0) {
-        s = dnnjit__fail(NULL, DNNJIT_STATUS_INTERNAL, "nvrtcGetCUBINSize for \"%s\" failed: %s", name,
+        s = dnnjit__fail(NULL, DNNJIT_STATUS_COMPILE_ERROR, "nvrtcGetCUBINSize for \"%s\" failed: %s", name,
                          r ? nvrtc.get_error_string(r) : "empty CUBIN");
     } else if (!(*cubin = malloc(*size))) {
         s = dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "nvrtc compile of \"%s\": no memory for a %zu-byte CUBIN",
                          name, *size);
     } else if ((r = nvrtc.get_cubin(prog, *cubin)) != NVRTC_SUCCESS) {
-        s = dnnjit__fail(NULL, DNNJIT_STATUS_INTERNAL, "nvrtcGetCUBIN for \"%s\" failed: %s", name,
+        s = dnnjit__fail(NULL, DNNJIT_STATUS_COMPILE_ERROR, "nvrtcGetCUBIN for \"%s\" failed: %s", name,
                          nvrtc.get_error_string(r));
     }
     nvrtc.destroy_program(&prog);

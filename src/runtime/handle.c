@@ -22,10 +22,13 @@ dnnjit_status_t dnnjit_handle_create(dnnjit_handle_t *out)
         s = dnnjit__driver_use_device(0);
     if (!s)
         s = dnnjit__driver_current_arch(h->arch);
+    if (!s)
+        s = dnnjit__driver_current_device_name(h->device_name, sizeof h->device_name);
     h->has_device = !s;
     if (s) {
         snprintf(h->no_device_reason, sizeof h->no_device_reason, "%s", dnnjit_last_error());
         h->arch[0] = '\0';
+        h->device_name[0] = '\0';
     }
     dnnjit__set_thread_error(saved);
     return DNNJIT_STATUS_SUCCESS;
