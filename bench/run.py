@@ -52,13 +52,30 @@ def torch_peers():
     compiled = torch.compile(eager)
     A = torch.randn(4, 64, 128, device="cuda", dtype=torch.half)
     B = torch.randn(4, 128, 64, device="cuda", dtype=torch.half)
+    A4 = torch.randn(16, 128, 512, device="cuda", dtype=torch.half)
+    B4 = torch.randn(16, 512, 128, device="cuda", dtype=torch.half)
+    D4 = torch.randn(1, 128, 128, device="cuda", dtype=torch.half)
+
+    def replay_us(fn, captured=100, replays=10, repeats=9):
+        """Device µs per call with `captured` calls captured in one CUDA graph, replayed."""
+        fn()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(captured):
+                fn()
+        return time_us(graph.replay, calls=replays, repeats=repeats) / captured
     gemm = gemm_peers(torch, time_us)
     return {
         **gemm,
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "sigmoid_fma_64M_half": {"torch_eager_us": time_us(eager), "torch_compile_us": time_us(compiled)},
-        "seed000_bmm_half": {"torch_bmm_us": time_us(lambda: torch.bmm(A, B), calls=1000, repeats=9)},
+        "seed000_bmm_half": {"torch_bmm_us": time_us(lambda: torch.bmm(A, B), calls=1000, repeats=9),
+                             "torch_graph_replay_us": replay_us(lambda: torch.bmm(A, B))},
+        "seed004_matmul_bias_half": {
+            "torch_us": time_us(lambda: torch.bmm(A4, B4) + D4, calls=1000, repeats=9),
+            "torch_graph_replay_us": replay_us(lambda: torch.bmm(A4, B4) + D4)},
     }
 
 
@@ -149,7 +166,8 @@ def main():
         cases.update(run_bench(binary, ["gemm"], cache))
         cases["python_execute_host"] = python_execute_host_time(args.build, cache)
     peers = torch_peers()
-    for case in ("sigmoid_fma_64M_half", "seed000_bmm_half", "gemm_4096_bf16", "bmm_bias_relu_8x4096_bf16"):
+    for case in ("sigmoid_fma_64M_half", "seed000_bmm_half", "seed004_matmul_bias_half", "gemm_4096_bf16",
+                 "bmm_bias_relu_8x4096_bf16"):
         cases[case].update(peers[case])
     result = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -174,10 +192,9 @@ def table(result):
         ("sigmoid(a+b*c), 64M half, device time per call", f"{pw['us']:.1f} µs ({pw['tb_per_s']:.2f} TB/s)",
          f"eager {pw['torch_eager_us']:.1f} µs ({pw['torch_eager_us'] / pw['us']:.2f}×), "
          f"compile {pw['torch_compile_us']:.1f} µs ({pw['torch_compile_us'] / pw['us']:.2f}×)"),
-        ("seed 000 bmm 4x64x128x64 half, device time per call (plan " + c["seed000_bmm_half"]["plan"] + ")",
-         f"{c['seed000_bmm_half']['us']:.2f} µs",
-         f"torch.bmm {c['seed000_bmm_half']['torch_bmm_us']:.2f} µs "
-         f"({c['seed000_bmm_half']['torch_bmm_us'] / c['seed000_bmm_half']['us']:.2f}×)"),
+        small_row(c, "seed000_bmm_half", "seed 000 bmm 4x64x128x64 half", "torch.bmm", "torch_bmm_us"),
+        small_row(c, "seed004_matmul_bias_half", "seed 004 bmm + bias 16x128x512x128 half", "torch bmm + add",
+                  "torch_us"),
         gemm_row(c, "gemm_4096_bf16", "GEMM 4096³ bf16", {"cuBLAS (torch.matmul)": "cublas_us"}),
         gemm_row(c, "bmm_bias_relu_8x4096_bf16", "bmm + bias + relu 8×4096³ bf16",
                  {"eager": "torch_eager_us", "baddbmm+relu": "torch_baddbmm_us", "compile": "torch_compile_us"}),
@@ -195,6 +212,21 @@ def table(result):
              "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
     return "\n".join(lines)
+
+
+def small_row(cases, key, label, peer, field):
+    """A row for a µs-scale case: device time per call in a loop of executes and under
+    CUDA-graph replay, each against torch timed the same way."""
+    c = cases.get(key)
+    if not c:
+        return (label, "not measured", "")
+    ours = f"loop {c['us']:.2f} µs"
+    theirs = f"{peer} loop {c[field]:.2f} µs ({c[field] / c['us']:.2f}×)"
+    if c.get("graph_replay_us", -1) > 0 and "torch_graph_replay_us" in c:
+        ours += f", graph replay {c['graph_replay_us']:.2f} µs"
+        theirs += (f", graph replay {c['torch_graph_replay_us']:.2f} µs "
+                   f"({c['torch_graph_replay_us'] / c['graph_replay_us']:.2f}×)")
+    return (f"{label}, device time per call (plan {c['plan']})", ours, theirs)
 
 
 def gemm_row(cases, key, label, peers):
