@@ -661,7 +661,9 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph,
  * device memory of at least get_workspace_size bytes (NULL when that is 0). Allocates
  * nothing, can be captured in a CUDA graph, and does not synchronize. Errors: BAD_STATE
  * (no built plan, or no GPU), BAD_PARAM (a missing, unknown, duplicate, NULL, misaligned
- * or host pointer: the message names the tensor), and driver failures. */
+ * or host pointer: the message names the tensor), and driver failures. Without a GPU the
+ * pack's entries (unknown, duplicate, NULL, misaligned) and the workspace are still
+ * checked before BAD_STATE is returned. */
 DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,
                                                 void *workspace, void *stream);
 
