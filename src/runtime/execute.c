@@ -50,8 +50,8 @@ static dnnjit_status_t check_entries(dnnjit_graph_t g, const dnnjit_variant_t *p
     return DNNJIT_STATUS_SUCCESS;
 }
 
-/* Checks, for a run on the device, that every tensor that needs memory has a buffer and
- * that the buffers are device memory. */
+/* Checks, for a run on the device, that every tensor that needs memory has a buffer, that
+ * the buffers are device memory, and that pass-by-value scalars are not. */
 static dnnjit_status_t check_buffers(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n)
 {
     for (int64_t i = 0; i < g->tensor_count; i++) {
@@ -63,9 +63,8 @@ static dnnjit_status_t check_buffers(dnnjit_graph_t g, const dnnjit_variant_t *p
         snprintf(who, sizeof who, "tensor \"%s\" (uid %lld)", t->name, (long long)t->uid);
         if (!v)
             return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: %s has no buffer in the variant pack", who);
-        if (t->is_pass_by_value)
-            continue;
-        dnnjit_status_t s = dnnjit__driver_check_device_pointer(v->ptr, who);
+        dnnjit_status_t s = t->is_pass_by_value ? dnnjit__driver_check_host_pointer(v->ptr, who)
+                                                : dnnjit__driver_check_device_pointer(v->ptr, who);
         if (s)
             return s;
     }
