@@ -273,8 +273,8 @@ static void execute_without_device(void **state)
         skip(); /* building the plan needs NVRTC */
     dnnjit_graph_t g = scaled_relu(sm90);
     BAD(dnnjit_graph_execute(g, NULL, 0, NULL, NULL), BAD_STATE, "graph \"scaled\" has no built plan (call build first)");
-    const dnnjit_heur_mode_t a = DNNJIT_HEUR_MODE_A;
-    TU_OK(dnnjit_graph_build(g, &a, 1));
+    const dnnjit_heur_mode_t a_mode = DNNJIT_HEUR_MODE_A;
+    TU_OK(dnnjit_graph_build(g, &a_mode, 1));
     _Alignas(16) float x[33] = {0}, y[32], s = 2;
     BAD(dnnjit_graph_execute(g, NULL, 3, NULL, NULL), BAD_PARAM, "execute: the variant pack is NULL but n is 3");
     BAD(dnnjit_graph_execute(g, (dnnjit_variant_t[]){{1, x}, {2, &s}, {999, y}}, 3, NULL, NULL), BAD_PARAM,
@@ -295,6 +295,25 @@ static void execute_without_device(void **state)
     /* A pack that is whole as far as the host can tell. */
     BAD(dnnjit_graph_execute(g, (dnnjit_variant_t[]){{1, x}, {2, &s}, {3, y}}, 3, NULL, NULL), BAD_STATE,
         "no GPU to run graph \"scaled\" on: the handle was created for architecture sm_90a without a device");
+    dnnjit_graph_destroy(g);
+
+    /* softmax(A @ B) runs as two kernels with the product in the workspace between them. */
+    TU_OK(dnnjit_graph_create(sm90, &(dnnjit_graph_attr_t){.name = "two", .io_data_type = DNNJIT_DATA_TYPE_FLOAT}, &g));
+    dnnjit_tensor_t a = tu_tensor(g, "A", 2, TU_DIMS(4, 8), NULL, 0), b = tu_tensor(g, "B", 2, TU_DIMS(8, 4), NULL, 0);
+    dnnjit_tensor_t c, sm;
+    TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_graph_softmax(g, c, &(dnnjit_softmax_attr_t){.name = "sm"}, &sm, NULL, NULL));
+    TU_OK(dnnjit_tensor_set_output(g, sm, true));
+    TU_OK(dnnjit_graph_build(g, &a_mode, 1));
+    int64_t ua, ub, us, workspace;
+    TU_OK(dnnjit_tensor_get_uid(g, a, &ua));
+    TU_OK(dnnjit_tensor_get_uid(g, b, &ub));
+    TU_OK(dnnjit_tensor_get_uid(g, sm, &us));
+    TU_OK(dnnjit_graph_get_workspace_size(g, &workspace));
+    assert_true(workspace >= 4 * 4 * (int64_t)sizeof(float));
+    char want[128];
+    snprintf(want, sizeof want, "graph \"two\" needs %lld bytes of workspace but none was given", (long long)workspace);
+    BAD(dnnjit_graph_execute(g, (dnnjit_variant_t[]){{ua, x}, {ub, x}, {us, y}}, 3, NULL, NULL), BAD_PARAM, want);
     dnnjit_graph_destroy(g);
 }
 
