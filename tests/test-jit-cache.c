@@ -600,15 +600,15 @@ static void sleep_ms(long ms)
         ;
 }
 
-/* Waits (at most 5 s) until a temporary file appears in the folder `watch` watches, that
+/* Waits (at most 30 s) until a temporary file appears in the folder `watch` watches, that
  * is until a write has begun. */
 static void wait_for_write(int watch)
 {
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
     for (;;) {
         struct pollfd p = {watch, POLLIN, 0};
-        if (poll(&p, 1, 5000) != 1)
-            fail_msg("no write began within 5 s");
+        if (poll(&p, 1, 30000) != 1)
+            fail_msg("no write began within 30 s");
         ssize_t n = read(watch, buf, sizeof buf);
         assert_true(n > 0);
         for (char *e = buf; e < buf + n; e += sizeof(struct inotify_event) + ((struct inotify_event *)e)->len)
