@@ -248,7 +248,7 @@ static void step(reader_t *r, dnnjit_graph_t g)
     int64_t tensors = tensor_count(g), nodes = node_count(g);
     dnnjit_tensor_t a, b, out, s0, s1;
     dnnjit_status_t s;
-    uint8_t action = byte(r) % 16;
+    uint8_t action = byte(r) % 18;
     switch (action) {
     case 0:
     case 1:
