@@ -363,11 +363,14 @@ static const json_case_t documents[] = {
 
 /* A document over these tensors and nodes, the graph's io type FLOAT. */
 #define DOC(tensors, nodes) \
-    "{'json_version': '1.0', 'context': {'name': 'g', 'io_data_type': 'FLOAT'}, 'tensors': {" tensors "}, 'nodes': [" nodes "]}"
+    "{'json_version': '1.0', 'context': {'name': 'g', 'io_data_type': 'FLOAT'}, "            \
+    "'tensors': {" tensors "}, 'nodes': [" nodes "]}"
 
 /* A node reading X [2, 8] and writing Y, with `more` tensors and the node's own fields. */
 #define UNARY(more, node) DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [2, 8]}" more, node)
-#define EXP_NODE(name, in, out) "{'tag': 'POINTWISE', 'name': '" name "', 'mode': 'EXP', 'inputs': {'IN_0': '" in "'}, 'outputs': {'OUT_0': '" out "'}}"
+#define EXP_NODE(name, in, out)                                                            \
+    "{'tag': 'POINTWISE', 'name': '" name "', 'mode': 'EXP', 'inputs': {'IN_0': '" in "'}, " \
+    "'outputs': {'OUT_0': '" out "'}}"
 
 static const json_case_t graphs[] = {
     /* Tensor descriptions. */
@@ -385,25 +388,31 @@ static const json_case_t graphs[] = {
     /* Written outputs that overlap themselves; outputs that cannot be outputs. */
     {DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [2, 8], 'stride': [0, 1]}", EXP_NODE("e", "X", "Y")), INVALID,
      "tensor \"Y\" is written by node \"e\" but its elements overlap: dim[0]=2 with stride[0]=0"},
-    {DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [1, 1], 'is_pass_by_value': true}", "{'tag': 'REDUCTION', 'name': 'r', 'mode': 'ADD', 'inputs': {'X': 'X'}, 'outputs': {'Y': 'Y'}}"),
+    {DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [1, 1], 'is_pass_by_value': true}",
+         "{'tag': 'REDUCTION', 'name': 'r', 'mode': 'ADD', 'inputs': {'X': 'X'}, 'outputs': {'Y': 'Y'}}"),
      INVALID, "tensor \"Y\" is written by node \"r\" but is pass-by-value"},
     {DOC("'X': {'dim': [2, 8]}, 'S': {'dim': [2, 8]}",
-         "{'tag': 'SOFTMAX', 'name': 'sm', 'stats': 'LOG_SUM_EXP', 'inputs': {'P': 'X'}, 'outputs': {'S': 'S', 'STATS_0': 'S'}}"),
+         "{'tag': 'SOFTMAX', 'name': 'sm', 'stats': 'LOG_SUM_EXP', 'inputs': {'P': 'X'}, "
+         "'outputs': {'S': 'S', 'STATS_0': 'S'}}"),
      INVALID, "tensor \"S\" is written by node \"sm\" and by node \"sm\""},
     /* Cycles, which only documents can make. */
     {UNARY("", EXP_NODE("self", "Y", "Y")), INVALID, "the graph has a cycle through node \"self\""},
     {DOC("'P': {'dim': [4], 'is_virtual': true}, 'Q': {'dim': [4], 'is_virtual': true}",
          EXP_NODE("p", "Q", "P") ", " EXP_NODE("q", "P", "Q")),
      INVALID, "the graph has a cycle through node \"p\""},
-    {DOC("'X': {'dim': [4]}, 'P': {'dim': [4], 'is_virtual': true}, 'Q': {'dim': [4], 'is_virtual': true}, 'Y': {'dim': [4]}",
-         "{'tag': 'POINTWISE', 'name': 'add', 'mode': 'ADD', 'inputs': {'IN_0': 'X', 'IN_1': 'Q'}, 'outputs': {'OUT_0': 'P'}}, "
+    {DOC("'X': {'dim': [4]}, 'P': {'dim': [4], 'is_virtual': true}, 'Q': {'dim': [4], 'is_virtual': true}, "
+         "'Y': {'dim': [4]}",
+         "{'tag': 'POINTWISE', 'name': 'add', 'mode': 'ADD', 'inputs': {'IN_0': 'X', 'IN_1': 'Q'}, "
+         "'outputs': {'OUT_0': 'P'}}, "
          EXP_NODE("q", "P", "Q") ", " EXP_NODE("y", "P", "Y")),
      INVALID, "the graph has a cycle through node \"add\""},
     /* Dangling tensors. */
-    {UNARY(", 'unused': {'dim': [3]}", EXP_NODE("e", "X", "Y")), INVALID, "tensor \"unused\" is an input that no node reads"},
+    {UNARY(", 'unused': {'dim': [3]}", EXP_NODE("e", "X", "Y")), INVALID,
+     "tensor \"unused\" is an input that no node reads"},
     {DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [2, 8], 'is_virtual': true}", EXP_NODE("e", "X", "Y")), INVALID,
      "tensor \"Y\" is virtual but no node reads it"},
-    {DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [2, 8]}, 'Z': {'dim': [2, 8]}", EXP_NODE("e", "X", "Y") ", " EXP_NODE("e", "X", "Z")),
+    {DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [2, 8]}, 'Z': {'dim': [2, 8]}",
+         EXP_NODE("e", "X", "Y") ", " EXP_NODE("e", "X", "Z")),
      INVALID, "two nodes are named \"e\""},
     /* Node fields of the wrong kind. */
     {UNARY("", "null"), INVALID, "node #0: must be an object, not null"},
@@ -418,16 +427,19 @@ static const json_case_t graphs[] = {
          "{'tag': 'SDPA', 'name': 'attn', 'inputs': {'Q': 'Q', 'K': 'Q', 'V': 'Q'}, 'outputs': {'O': 'O'}}"),
      INVALID, "sdpa \"attn\": Q (tensor \"Q\") has 3 dims but needs 4"},
     {UNARY(", 'G': {'dim': [1, 8]}",
-           "{'tag': 'LAYERNORM', 'name': 'ln', 'norm_axes': -1, 'inputs': {'X': 'X', 'SCALE': 'G', 'BIAS': 'G'}, 'outputs': {'Y': 'Y'}}"),
+           "{'tag': 'LAYERNORM', 'name': 'ln', 'norm_axes': -1, 'inputs': {'X': 'X', 'SCALE': 'G', 'BIAS': 'G'}, "
+           "'outputs': {'Y': 'Y'}}"),
      INVALID, "layernorm \"ln\": norm_axes=-1 but X (tensor \"X\") has 2 dims"},
     {DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [2, 1]}",
          "{'tag': 'REDUCTION', 'name': 'r', 'mode': 'ADD', 'axes': [-1], 'inputs': {'X': 'X'}, 'outputs': {'Y': 'Y'}}"),
      INVALID, "node \"r\": field \"axes\": axis -1 is outside 0..7"},
     {DOC("'X': {'dim': [2, 8]}, 'Y': {'dim': [2, 1]}",
-         "{'tag': 'REDUCTION', 'name': 'r', 'mode': 'ADD', 'axes': [0, 1, 2, 3, 4, 5, 6, 7, 0], 'inputs': {'X': 'X'}, 'outputs': {'Y': 'Y'}}"),
+         "{'tag': 'REDUCTION', 'name': 'r', 'mode': 'ADD', 'axes': [0, 1, 2, 3, 4, 5, 6, 7, 0], "
+         "'inputs': {'X': 'X'}, 'outputs': {'Y': 'Y'}}"),
      INVALID, "node \"r\": field \"axes\" has 9 entries but at most 8 are allowed"},
     /* Data types an op refuses. */
-    {UNARY("", "{'tag': 'SOFTMAX', 'name': 'sm', 'compute_data_type': 'BOOLEAN', 'inputs': {'P': 'X'}, 'outputs': {'S': 'Y'}}"),
+    {UNARY("", "{'tag': 'SOFTMAX', 'name': 'sm', 'compute_data_type': 'BOOLEAN', 'inputs': {'P': 'X'}, "
+               "'outputs': {'S': 'Y'}}"),
      INVALID, "softmax \"sm\": compute data type BOOLEAN is not a floating-point type"},
     {DOC("'X': {'dim': [2, 8], 'data_type': 'INT32'}, 'G': {'dim': [1, 8]}, 'Y': {'dim': [2, 8], 'data_type': 'FLOAT'}",
          "{'tag': 'RMSNORM', 'name': 'rms', 'inputs': {'X': 'X', 'SCALE': 'G'}, 'outputs': {'Y': 'Y'}}"),
