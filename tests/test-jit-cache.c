@@ -1,6 +1,6 @@
 /* The kernel cache: keys, memory and disk tiers, damaged files, concurrent writers,
- * unusable folders, listing and clearing. Each test gets its own temporary
- * DNNJIT_CACHE_DIR and a cold memory cache. */
+ * writers killed mid-write, unusable folders, listing and clearing. Each test gets its own
+ * temporary DNNJIT_CACHE_DIR and a cold memory cache. */
 #include "jit-test.h"
 
 #include <dirent.h>
@@ -9,7 +9,12 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <xxhash.h>
 
 #define HEADER 48 /* the documented file header size */
@@ -127,6 +132,50 @@ static uint64_t le64(const unsigned char *p)
     for (int i = 7; i >= 0; i--)
         v = v << 8 | p[i];
     return v;
+}
+
+/* Whether a cache file is whole by the layout cache.c documents, checked independently of
+ * it: magic, format 1, this dnnjit version, the payload length, the payload's XXH64 and
+ * the key. */
+static bool file_is_whole(const unsigned char *b, size_t n, dnnjit__jit_key_t key)
+{
+    return n > HEADER && memcmp(b, "DNNJITCB", 8) == 0 && (le64(b + 8) & 0xffffffffu) == 1 &&
+           le64(b + 8) >> 32 == DNNJIT_VERSION && le64(b + 16) == n - HEADER &&
+           le64(b + 24) == XXH64(b + HEADER, n - HEADER, 0) && le64(b + 32) == key.low && le64(b + 40) == key.high;
+}
+
+static void put_file(const char *path, const void *data, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, n, fp), n);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* The CUBIN NVRTC makes for a kernel, bypassing the cache: what a cache entry must hold. */
+static void *reference_cubin(const char *source, const char *arch, size_t *size)
+{
+    void *cubin = NULL;
+    JT_OK(dnnjit__nvrtc_compile(source, "kernel.cu", arch, NULL, &cubin, size));
+    return cubin;
+}
+
+/* A cold lookup of a kernel whose file is damaged: the file is discarded, the kernel
+ * compiled again and stored whole. */
+static void expect_rebuilt(const char *source, const char *arch, const void *want, size_t want_size)
+{
+    dnnjit__jit_cache_clear_memory();
+    dnnjit__jit_cache_reset_stats();
+    size_t size;
+    dnnjit__jit_key_t key;
+    void *cubin = get(source, arch, NULL, &size, &key);
+    dnnjit__jit_cache_stats_t s = stats();
+    if (s.bad_files != 1 || s.compiles != 1 || s.disk_hits != 0 || s.disk_writes != 1)
+        fail_msg("bad files %llu, compiles %llu, disk hits %llu, writes %llu", (unsigned long long)s.bad_files,
+                 (unsigned long long)s.compiles, (unsigned long long)s.disk_hits, (unsigned long long)s.disk_writes);
+    assert_int_equal(size, want_size);
+    assert_memory_equal(cubin, want, size);
+    free(cubin);
 }
 
 /* ---- keys ---- */
@@ -357,6 +406,52 @@ static void damaged_files_are_discarded_and_rebuilt(void **state)
     free(good);
 }
 
+/* Every header byte with one bit flipped, bits flipped across the payload, truncations at
+ * and around the header's end, a file one byte too long and one of zeros (what a crash
+ * can leave of a file whose data never reached the disk): each is caught and rebuilt. */
+static void every_truncation_and_bit_flip_is_caught(void **state)
+{
+    fixture_t *f = *state;
+    size_t size, n;
+    dnnjit__jit_key_t key;
+    free(get(jt_axpy_source, "sm_90a", NULL, &size, &key));
+    char path[PATH_MAX];
+    file_of(f->dir, "sm_90a", key, path);
+    unsigned char *good = slurp(path, &n);
+    assert_true(file_is_whole(good, n, key));
+    unsigned char *bad = malloc(n + 1);
+    assert_non_null(bad);
+    int cases = 0;
+    for (size_t at = 0; at < n; at += at < HEADER ? 1 : (n - HEADER) / 32) {
+        memcpy(bad, good, n);
+        bad[at] ^= (unsigned char)(1u << (at % 8));
+        put_file(path, bad, n);
+        expect_rebuilt(jt_axpy_source, "sm_90a", good + HEADER, size);
+        cases++;
+    }
+    const size_t lengths[] = {0, 1, 8, HEADER - 1, HEADER, HEADER + 1, HEADER + size / 2, n - 1};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++, cases++) {
+        put_file(path, good, lengths[i]);
+        expect_rebuilt(jt_axpy_source, "sm_90a", good + HEADER, size);
+    }
+    memcpy(bad, good, n);
+    bad[n] = 0;
+    put_file(path, bad, n + 1);
+    expect_rebuilt(jt_axpy_source, "sm_90a", good + HEADER, size);
+    memset(bad, 0, n);
+    put_file(path, bad, n);
+    expect_rebuilt(jt_axpy_source, "sm_90a", good + HEADER, size);
+    cases += 2;
+    /* The last rebuild left the file whole again. */
+    unsigned char *after = slurp(path, &n);
+    assert_true(file_is_whole(after, n, key));
+    print_message("%d damaged files caught\n", cases);
+    assert_true(cases >= 48 + 32 + 10);
+    free(after);
+    free(bad);
+    free(good);
+}
+
 static void bad_file_is_reported_when_logging(void **state)
 {
     fixture_t *f = *state;
@@ -416,6 +511,10 @@ static int child_concurrent(const char *fd_text)
     return 0;
 }
 
+#define WRITERS 16
+
+/* Sixteen processes compile one kernel at once: all succeed and leave one whole file (no
+ * temporary file) holding exactly what NVRTC makes. */
 static void concurrent_writers_leave_one_good_file(void **state)
 {
     fixture_t *f = *state;
@@ -423,11 +522,13 @@ static void concurrent_writers_leave_one_good_file(void **state)
     assert_int_equal(pipe(p), 0);
     char fd_text[16];
     snprintf(fd_text, sizeof fd_text, "%d", p[0]);
-    pid_t pids[8];
-    for (int i = 0; i < 8; i++)
+    pid_t pids[WRITERS];
+    for (int i = 0; i < WRITERS; i++)
         pids[i] = jt_spawn_child((const char *[]){"concurrent", fd_text, NULL}, -1);
-    assert_int_equal(write(p[1], "gggggggg", 8), 8);
-    for (int i = 0; i < 8; i++)
+    char go[WRITERS];
+    memset(go, 'g', sizeof go);
+    assert_int_equal(write(p[1], go, sizeof go), sizeof go);
+    for (int i = 0; i < WRITERS; i++)
         assert_int_equal(jt_wait_child(pids[i]), 0);
     close(p[0]);
     close(p[1]);
@@ -435,14 +536,170 @@ static void concurrent_writers_leave_one_good_file(void **state)
     char folder[PATH_MAX];
     pathf(folder, "%s/sm_90a", f->dir);
     int cubins;
+    assert_int_equal(count_entries(folder, "", &cubins), 1);
     assert_int_equal(count_entries(folder, ".cubin", &cubins), 1);
     assert_int_equal(cubins, 1);
-    size_t size;
-    void *cubin = get(concurrent_source, "sm_90a", NULL, &size, NULL);
+    size_t size, ref_size, n;
+    dnnjit__jit_key_t key;
+    void *cubin = get(concurrent_source, "sm_90a", NULL, &size, &key);
     jt_assert_cubin(cubin, size, "racing");
     assert_int_equal(stats().disk_hits, 1);
     assert_int_equal(stats().bad_files, 0);
+    void *ref = reference_cubin(concurrent_source, "sm_90a", &ref_size);
+    assert_int_equal(size, ref_size);
+    assert_memory_equal(cubin, ref, size);
+    char path[PATH_MAX];
+    file_of(f->dir, "sm_90a", key, path);
+    unsigned char *file = slurp(path, &n);
+    assert_true(file_is_whole(file, n, key));
+    free(file);
+    free(ref);
     free(cubin);
+}
+
+/* ---- writers killed at random points ---- */
+
+#define KILL_ROUNDS 100
+#define KILL_KERNELS 4
+
+/* Kernels with a 1 MiB initialised global, so that writing one takes long enough (a few
+ * milliseconds) for kills to land in the middle of it. */
+static void big_source(int i, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "__device__ int big%d[262144] = {%d};\n"
+             "extern \"C\" __global__ void big_kernel%d(int *p) { p[0] += big%d[p[1]]; }\n",
+             i, i + 1, i, i);
+}
+
+/* Writes the big kernels' files for ever, deleting each before it is written again so
+ * that every lookup compiles and writes; the parent kills it. */
+static int child_writer(void)
+{
+    /* Should the test die before it kills this child, the child must not write on. */
+    JT_CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, 5);
+    for (int i = 0;; i = (i + 1) % KILL_KERNELS) {
+        char source[512], path[PATH_MAX], dir[PATH_MAX];
+        big_source(i, source, sizeof source);
+        dnnjit__jit_key_t key;
+        JT_CHILD_CHECK(dnnjit__jit_key(source, "kernel.cu", "sm_90a", NULL, &key) == DNNJIT_STATUS_SUCCESS, 2);
+        JT_CHILD_CHECK(dnnjit__jit_cache_dir(dir, sizeof dir) == DNNJIT_STATUS_SUCCESS, 3);
+        file_of(dir, "sm_90a", key, path);
+        unlink(path);
+        dnnjit__jit_cache_clear_memory();
+        void *cubin = NULL;
+        size_t size;
+        JT_CHILD_CHECK(dnnjit__jit_get_cubin(source, "kernel.cu", "sm_90a", NULL, &cubin, &size, NULL) ==
+                           DNNJIT_STATUS_SUCCESS,
+                       4);
+        free(cubin);
+    }
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
+/* Waits (at most 30 s) until a temporary file appears in the folder `watch` watches, that
+ * is until a write has begun; false if none does. */
+static bool wait_for_write(int watch)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        struct pollfd p = {watch, POLLIN, 0};
+        ssize_t n = poll(&p, 1, 30000) == 1 ? read(watch, buf, sizeof buf) : -1;
+        if (n <= 0)
+            return false;
+        for (char *e = buf; e < buf + n; e += sizeof(struct inotify_event) + ((struct inotify_event *)e)->len)
+            if (((struct inotify_event *)e)->len && strstr(((struct inotify_event *)e)->name, ".tmp."))
+                return true;
+    }
+}
+
+/* A writer killed with SIGKILL, 100 times: in even rounds at a random moment of its life,
+ * in odd ones at a random moment within 8 ms of starting a file (which takes it some 5 ms),
+ * so that many kills land mid-write. Every file left is either whole with the right CUBIN,
+ * or is rejected and rebuilt by the next lookup; temporary files left are never read.
+ * DNNJIT_FAULT_SEED repeats a run's kill times. */
+static void killed_writers_leave_no_bad_entry(void **state)
+{
+    fixture_t *f = *state;
+    const char *seed_text = getenv("DNNJIT_FAULT_SEED");
+    unsigned seed = seed_text ? (unsigned)strtoul(seed_text, NULL, 0) : (unsigned)time(NULL);
+    srand(seed);
+    char source[KILL_KERNELS][512], path[KILL_KERNELS][PATH_MAX], folder[PATH_MAX];
+    void *ref[KILL_KERNELS];
+    size_t ref_size[KILL_KERNELS];
+    dnnjit__jit_key_t key[KILL_KERNELS];
+    for (int i = 0; i < KILL_KERNELS; i++) {
+        big_source(i, source[i], sizeof source[i]);
+        ref[i] = reference_cubin(source[i], "sm_90a", &ref_size[i]);
+        JT_OK(dnnjit__jit_key(source[i], "kernel.cu", "sm_90a", NULL, &key[i]));
+        file_of(f->dir, "sm_90a", key[i], path[i]);
+    }
+    pathf(folder, "%s/sm_90a", f->dir);
+    assert_int_equal(mkdir(folder, 0755), 0);
+    int watch = inotify_init1(IN_CLOEXEC);
+    assert_true(watch >= 0 && inotify_add_watch(watch, folder, IN_CREATE) >= 0);
+    int whole = 0, rejected = 0, temporary = 0;
+    for (int round = 0; round < KILL_ROUNDS; round++) {
+        pid_t pid = jt_spawn_child((const char *[]){"writer", NULL}, -1);
+        bool began = true;
+        if (round % 2) {
+            began = wait_for_write(watch);
+            struct timespec t = {0, (rand() % 8000) * 1000L};
+            nanosleep(&t, NULL);
+        } else {
+            /* The child needs some 150 ms to write its first kernel, as long for each next. */
+            sleep_ms(rand() % 500);
+        }
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (!began || !WIFSIGNALED(status))
+            fail_msg("round %d: the writer began no write within 30 s or exited by itself (status %d)", round, status);
+        for (int i = 0; i < KILL_KERNELS; i++) {
+            struct stat st;
+            if (stat(path[i], &st) != 0)
+                continue;
+            size_t n;
+            unsigned char *file = slurp(path[i], &n);
+            if (file_is_whole(file, n, key[i])) {
+                /* A whole file is used as it is: it must hold the right CUBIN. */
+                if (n - HEADER != ref_size[i] || memcmp(file + HEADER, ref[i], ref_size[i]) != 0)
+                    fail_msg("round %d (seed %u): a whole file holds the wrong CUBIN", round, seed);
+                whole++;
+            } else {
+                expect_rebuilt(source[i], "sm_90a", ref[i], ref_size[i]);
+                rejected++;
+            }
+            free(file);
+        }
+        int cubins, all = count_entries(folder, ".cubin", &cubins);
+        temporary = all - cubins;
+        /* Events of this round's writes must not end the next round's wait. */
+        while (poll(&(struct pollfd){watch, POLLIN, 0}, 1, 0) == 1) {
+            char drain[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+            assert_true(read(watch, drain, sizeof drain) > 0);
+        }
+    }
+    close(watch);
+    print_message("seed %u: %d kills; %d whole files checked, %d damaged files rejected and rebuilt, %d temporary "
+                  "files left by interrupted writes\n",
+                  seed, KILL_ROUNDS, whole, rejected, temporary);
+    /* Finally, a cold lookup of each kernel gives the right CUBIN. */
+    for (int i = 0; i < KILL_KERNELS; i++) {
+        dnnjit__jit_cache_clear_memory();
+        size_t size;
+        void *cubin = get(source[i], "sm_90a", NULL, &size, NULL);
+        assert_int_equal(size, ref_size[i]);
+        assert_memory_equal(cubin, ref[i], size);
+        free(cubin);
+        free(ref[i]);
+    }
 }
 
 typedef struct {
@@ -502,15 +759,16 @@ static int child_read_only(void)
     return 0;
 }
 
-static void read_only_folder_works_from_memory(void **state)
+/* Runs the "read-only" child (two kernels compiled, one looked up again, no file
+ * written) with logging on, and checks its whole log: one line, the warning that the disk
+ * cache is unusable, naming `where`. */
+static void expect_one_warning(const char *where)
 {
-    fixture_t *f = *state;
     char log[PATH_MAX];
     const char *tmp = getenv("TMPDIR");
     pathf(log, "%s/dnnjit-ro-log-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     int fd = mkstemp(log);
     assert_true(fd >= 0);
-    assert_int_equal(chmod(f->dir, 0555), 0);
     setenv("DNNJIT_LOG", "1", 1);
     int rc = jt_run_child((const char *[]){"read-only", NULL}, fd);
     unsetenv("DNNJIT_LOG");
@@ -521,12 +779,18 @@ static void read_only_folder_works_from_memory(void **state)
     unlink(log);
     if (rc != 0)
         fail_msg("child exited with %d: %s", rc, text);
-    /* Two failed writes, one warning. */
-    const char *first = strstr(text, "caching in memory only");
-    assert_non_null(first);
-    assert_null(strstr(first + 1, "caching in memory only"));
-    assert_non_null(strstr(text, f->dir));
+    /* Two failed writes, one warning, and nothing else. */
+    const char *newline = strchr(text, '\n');
+    if (!newline || newline[1] != '\0' || !strstr(text, "caching in memory only") || !strstr(text, where))
+        fail_msg("the log is not one warning naming %s:\n%s", where, text);
     free(text);
+}
+
+static void read_only_folder_works_from_memory(void **state)
+{
+    fixture_t *f = *state;
+    assert_int_equal(chmod(f->dir, 0555), 0);
+    expect_one_warning(f->dir);
     int cubins;
     assert_int_equal(count_entries(f->dir, "", &cubins), 0);
 }
@@ -552,6 +816,87 @@ static void folder_under_a_file_works_from_memory(void **state)
     uint64_t removed = 99;
     JT_OK(dnnjit__jit_cache_clear_disk(&removed));
     assert_int_equal(removed, 0);
+    /* A fresh process says so once. */
+    expect_one_warning(bad);
+}
+
+/* The cache folder deleted while the process runs is made again by the next write, with
+ * no warning: nothing is wrong with it. */
+static void folder_removed_while_running_is_made_again(void **state)
+{
+    fixture_t *f = *state;
+    char nested[PATH_MAX];
+    pathf(nested, "%s/gone", f->dir);
+    setenv("DNNJIT_CACHE_DIR", nested, 1);
+    size_t size;
+    dnnjit__jit_key_t key;
+    free(get(jt_axpy_source, "sm_80", NULL, &size, &key));
+    char path[PATH_MAX], folder[PATH_MAX];
+    file_of(nested, "sm_80", key, path);
+    pathf(folder, "%s/sm_80", nested);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(folder), 0);
+    assert_int_equal(rmdir(nested), 0);
+    free(get(jt_half_source, "sm_80", &(dnnjit__compile_options_t){.cuda_headers = true}, &size, NULL));
+    dnnjit__jit_cache_stats_t s = stats();
+    assert_int_equal(s.disk_writes, 2);
+    assert_int_equal(s.disk_write_failures, 0);
+    int cubins;
+    assert_int_equal(count_entries(folder, ".cubin", &cubins), 1);
+    assert_int_equal(cubins, 1);
+}
+
+/* Something other than a file where a cache file belongs: a folder, or a FIFO, which
+ * would block a plain open until a writer came. The lookup neither hangs nor fails: it
+ * compiles and keeps the CUBIN in memory. Runs in a child so that a hang fails the test. */
+static int child_not_a_file(void)
+{
+    void *cubin = NULL;
+    size_t size = 0;
+    JT_CHILD_CHECK(dnnjit__jit_get_cubin(jt_axpy_source, "kernel.cu", "sm_80", NULL, &cubin, &size, NULL) ==
+                       DNNJIT_STATUS_SUCCESS,
+                   2);
+    dnnjit__jit_cache_stats_t s = stats();
+    JT_CHILD_CHECK(s.bad_files == 1 && s.compiles == 1 && s.disk_hits == 0, 3);
+    free(cubin);
+    return 0;
+}
+
+/* Waits for a child at most `seconds`, then kills it; -2 when it had to be killed. */
+static int wait_child_for(pid_t pid, int seconds)
+{
+    for (int i = 0; i < seconds * 10; i++) {
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        assert_true(r >= 0);
+        if (r == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        sleep_ms(100);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -2;
+}
+
+static void not_a_file_where_a_file_belongs(void **state)
+{
+    fixture_t *f = *state;
+    dnnjit__jit_key_t key;
+    JT_OK(dnnjit__jit_key(jt_axpy_source, "kernel.cu", "sm_80", NULL, &key));
+    char folder[PATH_MAX], path[PATH_MAX];
+    pathf(folder, "%s/sm_80", f->dir);
+    file_of(f->dir, "sm_80", key, path);
+    assert_int_equal(mkdir(folder, 0755), 0);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(wait_child_for(jt_spawn_child((const char *[]){"not-a-file", NULL}, -1), 30), 0);
+    assert_int_equal(rmdir(path), 0);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    assert_int_equal(wait_child_for(jt_spawn_child((const char *[]){"not-a-file", NULL}, -1), 30), 0);
+    /* The FIFO was discarded and a whole file written in its place. */
+    size_t n;
+    unsigned char *file = slurp(path, &n);
+    assert_true(file_is_whole(file, n, key));
+    free(file);
 }
 
 /* ---- folder, listing, clearing ---- */
@@ -731,6 +1076,10 @@ int main(int argc, char **argv)
             return child_concurrent(argv[3]);
         if (strcmp(argv[2], "read-only") == 0)
             return child_read_only();
+        if (strcmp(argv[2], "writer") == 0)
+            return child_writer();
+        if (strcmp(argv[2], "not-a-file") == 0)
+            return child_not_a_file();
         return 99;
     }
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -742,11 +1091,15 @@ int main(int argc, char **argv)
         T(fresh_process_compiles_nothing),
         T(cache_off_keeps_memory_only),
         T(damaged_files_are_discarded_and_rebuilt),
+        T(every_truncation_and_bit_flip_is_caught),
         T(bad_file_is_reported_when_logging),
         T(concurrent_writers_leave_one_good_file),
         T(concurrent_threads_share_one_entry),
+        T(killed_writers_leave_no_bad_entry),
         T(read_only_folder_works_from_memory),
         T(folder_under_a_file_works_from_memory),
+        T(folder_removed_while_running_is_made_again),
+        T(not_a_file_where_a_file_belongs),
         T(folder_follows_the_environment),
         T(list_and_clear),
         T(attached_objects_are_destroyed_with_the_entry),

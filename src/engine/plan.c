@@ -492,6 +492,9 @@ dnnjit_status_t dnnjit_graph_build_plan_at_index(dnnjit_graph_t g, int64_t index
 
 dnnjit_status_t dnnjit_graph_build(dnnjit_graph_t g, const dnnjit_heur_mode_t *modes, int mode_count)
 {
+    /* Checked here so that the message names this call, not the first one it makes. */
+    if (!g)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_build: graph is NULL");
     dnnjit_status_t s = dnnjit_graph_create_execution_plans(g, modes, mode_count);
     if (!s)
         s = dnnjit_graph_check_support(g);

@@ -445,7 +445,11 @@ static void *read_checked(int fd, dnnjit__jit_key_t key, size_t *size, const cha
 {
     struct stat st;
     unsigned char h[HEADER_SIZE];
-    if (fstat(fd, &st) != 0 || st.st_size < HEADER_SIZE || !read_all(fd, h, sizeof h)) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        *why = "not a regular file";
+        return NULL;
+    }
+    if (st.st_size < HEADER_SIZE || !read_all(fd, h, sizeof h)) {
         *why = "shorter than its header";
         return NULL;
     }
@@ -474,7 +478,9 @@ static void *read_checked(int fd, dnnjit__jit_key_t key, size_t *size, const cha
  * deleted). */
 static void *disk_lookup(const char *file, dnnjit__jit_key_t key, size_t *size)
 {
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking, so that a FIFO put where the file belongs cannot hang the open; the
+     * flag changes nothing for a regular file. */
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return NULL;
     const char *why = NULL;

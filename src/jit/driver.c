@@ -308,3 +308,19 @@ dnnjit_status_t dnnjit__driver_check_device_pointer(const void *ptr, const char 
                             r ? "ordinary host" : "page-locked host");
     return dnnjit__cu_check(r, "cuPointerGetAttribute(MEMORY_TYPE)");
 }
+
+dnnjit_status_t dnnjit__driver_check_host_pointer(const void *ptr, const char *who)
+{
+    dnnjit_status_t s = dnnjit__driver_load();
+    if (s != DNNJIT_STATUS_SUCCESS)
+        return s;
+    unsigned int type = 0;
+    dnnjit__cu_result_t r =
+        api.cuPointerGetAttribute(&type, DNNJIT__CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (dnnjit__cu_deviceptr_t)(uintptr_t)ptr);
+    /* Memory the driver did not allocate (an error here), page-locked host memory and
+     * managed memory are all readable on the host. */
+    if (r == 0 && type == DNNJIT__CU_MEMORYTYPE_DEVICE)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM,
+                            "%s: %p is device memory, but a pass-by-value scalar is read on the host", who, ptr);
+    return DNNJIT_STATUS_SUCCESS;
+}

@@ -243,6 +243,9 @@ dnnjit_status_t dnnjit__driver_launch(dnnjit__cu_function_t fn, const unsigned i
 /* Whether `ptr` is device (or managed) memory the device can address; `who` names the
  * pointer in the message (e.g. `tensor "A"`). */
 dnnjit_status_t dnnjit__driver_check_device_pointer(const void *ptr, const char *who);
+/* Whether the host can read `ptr`: BAD_PARAM when it is device memory, which reading on
+ * the host would crash on. */
+dnnjit_status_t dnnjit__driver_check_host_pointer(const void *ptr, const char *who);
 
 /* ---- kernel cache ---- */
 

@@ -23,19 +23,38 @@ static const dnnjit_variant_t *find_uid(const dnnjit_variant_t *pack, size_t n, 
     return NULL;
 }
 
-/* Checks the whole pack before anything is launched: every entry names a tensor of the
- * graph once, and every tensor that needs memory has a usable buffer. */
-static dnnjit_status_t check_pack(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n)
+/* Checks each entry of the pack, which needs no device: it names a tensor of the graph,
+ * only once, with a pointer that is not NULL and, for a tensor in memory, aligned to the
+ * tensor's elements. */
+static dnnjit_status_t check_entries(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         dnnjit_tensor_t id;
         if (dnnjit_graph_find_tensor_by_uid(g, pack[i].uid, &id))
             return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: variant pack entry %zu has uid %lld, which no tensor of graph \"%s\" has",
                                 i, (long long)pack[i].uid, g->name);
+        const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
         if (find_uid(pack, i, pack[i].uid))
             return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: uid %lld (tensor \"%s\") appears twice in the variant pack",
-                                (long long)pack[i].uid, dnnjit__tensor(g, id)->name);
+                                (long long)pack[i].uid, t->name);
+        char who[300];
+        snprintf(who, sizeof who, "tensor \"%s\" (uid %lld)", t->name, (long long)t->uid);
+        if (!pack[i].ptr)
+            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: %s has a NULL pointer in the variant pack", who);
+        if (t->is_virtual || t->is_pass_by_value)
+            continue; /* no buffer of its own, or a host pointer to one element */
+        size_t align = dnnjit_data_type_size(t->resolved_type);
+        if ((uintptr_t)pack[i].ptr % align)
+            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: %s: pointer %p is not aligned to its %zu-byte elements",
+                                who, pack[i].ptr, align);
     }
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+/* Checks, for a run on the device, that every tensor that needs memory has a buffer, that
+ * the buffers are device memory, and that pass-by-value scalars are not. */
+static dnnjit_status_t check_buffers(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n)
+{
     if (!g->jit->device_checked)
         g->jit->device_checked = calloc((size_t)g->tensor_count + 1, sizeof *g->jit->device_checked);
     const void **checked = g->jit->device_checked; /* NULL when out of memory: then no shortcut */
@@ -44,28 +63,22 @@ static dnnjit_status_t check_pack(dnnjit_graph_t g, const dnnjit_variant_t *pack
         if (t->is_virtual || t->has_value)
             continue;
         const dnnjit_variant_t *v = find_uid(pack, n, t->uid);
+        if (v && checked && checked[i] == v->ptr)
+            continue;
         char who[300];
         snprintf(who, sizeof who, "tensor \"%s\" (uid %lld)", t->name, (long long)t->uid);
-        if (!v || !v->ptr)
-            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: %s has %s in the variant pack", who,
-                                v ? "a NULL pointer" : "no buffer");
-        if (t->is_pass_by_value)
-            continue; /* a host pointer to one element */
-        size_t align = dnnjit_data_type_size(t->resolved_type);
-        if ((uintptr_t)v->ptr % align)
-            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: %s: pointer %p is not aligned to its %zu-byte elements",
-                                who, v->ptr, align);
-        if (checked && checked[i] == v->ptr)
-            continue;
-        dnnjit_status_t s = dnnjit__driver_check_device_pointer(v->ptr, who);
-        if (!s && checked)
-            checked[i] = v->ptr;
+        if (!v)
+            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: %s has no buffer in the variant pack", who);
+        dnnjit_status_t s = t->is_pass_by_value ? dnnjit__driver_check_host_pointer(v->ptr, who)
+                                                : dnnjit__driver_check_device_pointer(v->ptr, who);
         if (s) {
             /* The check fails without a graph; the graph's own message must say it too. */
             char cause[DNNJIT__MSG_LEN];
             snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
             return dnnjit__fail(g, s, "%s", cause);
         }
+        if (checked)
+            checked[i] = v->ptr;
     }
     return DNNJIT_STATUS_SUCCESS;
 }
@@ -80,17 +93,22 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
     if (!g->jit || g->jit->chosen < 0)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE, "execute: graph \"%s\" has no built plan (call build first)",
                             g->name);
-    if (!g->handle || !g->handle->has_device)
-        return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE, "execute: no GPU to run graph \"%s\" on: %s", g->name,
-                            g->handle ? g->handle->no_device_reason : "the graph has no handle");
+    /* What can be checked without a device is, so that a caller without one still learns
+     * that the pack is wrong. */
+    dnnjit_status_t s = check_entries(g, pack, n);
+    if (s)
+        return s;
     int64_t scratch_offset, workspace_size = dnnjit__workspace_size(g->jit, &scratch_offset);
     if (workspace_size && !workspace)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: graph \"%s\" needs %lld bytes of workspace but none was given",
                             g->name, (long long)workspace_size);
+    if (!g->handle || !g->handle->has_device)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE, "execute: no GPU to run graph \"%s\" on: %s", g->name,
+                            g->handle ? g->handle->no_device_reason : "the graph has no handle");
     /* A thread that never touched CUDA has no current context: use the handle's device's
      * primary context, as the thread that created the handle does. */
     dnnjit__cu_context_t current = NULL;
-    dnnjit_status_t s = dnnjit__cu_check(dnnjit__cuda()->cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+    s = dnnjit__cu_check(dnnjit__cuda()->cuCtxGetCurrent(&current), "cuCtxGetCurrent");
     if (!s && !current)
         s = dnnjit__driver_use_device(0);
     if (s) {
@@ -98,8 +116,7 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
         snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
         return dnnjit__fail(g, s, "execute: graph \"%s\": %s", g->name, cause);
     }
-    s = check_pack(g, pack, n);
-    if (s)
+    if ((s = check_buffers(g, pack, n)))
         return s;
     const dnnjit__plan_t *plan = &g->jit->plans[g->jit->chosen];
     for (int64_t gi = 0; gi < g->jit->partition.group_count; gi++) {
