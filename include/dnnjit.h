@@ -673,14 +673,10 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph,
  * values they had at capture; buffers are read by the kernels, so replays see their
  * current contents. Errors: BAD_STATE
  * (no built plan, or no GPU), BAD_PARAM (a missing, unknown, duplicate, NULL, misaligned
-<<<<<<< HEAD
  * or host pointer: the message names the tensor), CUDA_ERROR (a launch failed: the
- * message names the kernel and the driver's error). */
-=======
- * or host pointer: the message names the tensor), and driver failures. Without a GPU the
- * pack's entries (unknown, duplicate, NULL, misaligned) and the workspace are still
- * checked before BAD_STATE is returned. */
->>>>>>> reliab
+ * message names the kernel and the driver's error). Without a GPU the pack's entries
+ * (unknown, duplicate, NULL, misaligned) and the workspace are still checked before
+ * BAD_STATE is returned. */
 DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,
                                                 void *workspace, void *stream);
 
