@@ -10,9 +10,11 @@
 #include <string.h>
 
 extern const dnnjit__engine_t dnnjit__engine_pointwise;
+extern const dnnjit__engine_t dnnjit__engine_rows;
 extern const dnnjit__engine_t dnnjit__engine_fallback;
 
-const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_pointwise, &dnnjit__engine_fallback, NULL};
+const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_pointwise, &dnnjit__engine_rows,
+                                                   &dnnjit__engine_fallback, NULL};
 
 /* ---- state ----------------------------------------------------------------------- */
 

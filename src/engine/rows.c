@@ -1,0 +1,252 @@
+/* The rows engine: row groups (a softmax, layer or RMS norm, either direction, or a
+ * reduction over the innermost axes, with its pointwise prologue and epilogue) as one
+ * kernel specialised to the row length. Knobs choose the threads per row, the rows per
+ * block, vector or scalar access and whether the row stays in registers (one read of each
+ * input) or is streamed (read once per pass). The algorithms are src/kernels/rows_*.cuh;
+ * rows_emit.c writes the accessors that specialise them.
+ *
+ * Mode A takes the knobs in table order, and supports() refuses a register plan whose row
+ * does not fit in 32 registers per thread, a stream plan whose row does, and any plan with
+ * more threads per row than the row has vectors, so that mode A's first plan is the fewest
+ * threads per row that hold the row in registers: a part of a warp for short rows, a warp
+ * up to about a thousand elements, a block beyond, and a streaming block when even 1024
+ * threads cannot hold it. */
+#include "engine/rows.h"
+
+#include "codegen/templates.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct knob {
+    int tpr;     /* threads per row */
+    int rpb;     /* rows per block */
+    bool vector; /* DJ_VEC-element accesses (else one element at a time) */
+    bool stream; /* read the full inputs once per pass instead of keeping them in registers */
+} knob_t;
+
+static const knob_t knobs[] = {
+    {1, 128, true, false},     {1, 128, false, false},    {4, 32, true, false},      {4, 32, false, false},
+    {8, 16, true, false},      {8, 16, false, false},     {16, 8, true, false},      {16, 8, false, false},
+    {32, 4, true, false},      {32, 4, false, false},     {32, 8, true, false},      {32, 8, false, false},
+    {64, 2, true, false},      {64, 2, false, false},     {128, 1, true, false},     {128, 1, false, false},
+    {256, 1, true, false},     {256, 1, false, false},    {512, 1, true, false},     {512, 1, false, false},
+    {1024, 1, true, false},    {1024, 1, false, false},   {256, 1, true, true},      {256, 1, false, true},
+    {1024, 1, true, true},     {1024, 1, false, true},
+};
+
+enum {
+    KNOB_COUNT = sizeof knobs / sizeof knobs[0],
+    /* Floats of full inputs a thread may keep in registers: a 1024-thread block has 64
+     * registers per thread, which must also hold addresses and the op's own values. */
+    REGISTER_FLOATS = 32,
+    /* The grid loops over the rows, so it can stay well below the hardware limit. */
+    MAX_ROW_BLOCKS = 1 << 20,
+};
+
+static int vec_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    return kn->vector ? pb->vec : 1;
+}
+
+/* V-element chunks of a row each thread covers. */
+static int64_t chunks_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    int64_t per_pass = (int64_t)kn->tpr * vec_of(pb, kn);
+    return (pb->geo.cols + per_pass - 1) / per_pass;
+}
+
+/* Whether the op's full inputs stay in registers across its passes. */
+static bool in_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    return !kn->stream && pb->cached_inputs > 0;
+}
+
+static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
+                          size_t why_size)
+{
+    (void)arch;
+    dnnjit__rows_problem_t pb;
+    char reason[200] = "";
+    if (knob < 0 || knob >= KNOB_COUNT) {
+        snprintf(reason, sizeof reason, "unknown knob");
+    } else if (!dnnjit__rows_problem(g, grp, &pb)) {
+        snprintf(reason, sizeof reason, "the group is not a row group");
+    } else if (dnnjit__node_compute_type(g, pb.op) == DNNJIT_DATA_TYPE_DOUBLE) {
+        snprintf(reason, sizeof reason, "the rows engine computes in float, not DOUBLE");
+    } else if (!dnnjit__kernel_assign_slots(g, grp, &(dnnjit__kernel_t){0})) {
+        snprintf(reason, sizeof reason, "the group touches more tensors or scalars than a kernel takes");
+    } else if (pb.geo.cols > INT_MAX / 2) {
+        snprintf(reason, sizeof reason, "rows of %lld elements are longer than the engine indexes",
+                 (long long)pb.geo.cols);
+    } else {
+        const knob_t *kn = &knobs[knob];
+        int vec = vec_of(&pb, kn);
+        int64_t vectors = (pb.geo.cols + vec - 1) / vec;
+        /* A one-pass op (a reduction) keeps nothing, but its register plans still cap
+         * what a thread reads, so that mode A spreads long rows over enough threads. */
+        int64_t floats = chunks_of(&pb, kn) * vec * (pb.cached_inputs > 0 ? pb.cached_inputs : 1);
+        if (kn->vector && pb.vec == 1)
+            snprintf(reason, sizeof reason, "vector access needs a row length and row starts that are multiples "
+                                            "of a 16-byte vector");
+        else if (kn->tpr > vectors)
+            snprintf(reason, sizeof reason, "%d threads per row would idle on rows of %lld vectors", kn->tpr,
+                     (long long)vectors);
+        else if (!kn->stream && floats > REGISTER_FLOATS)
+            snprintf(reason, sizeof reason, "the row needs %lld registers per thread at %d threads per row (at most "
+                     "%d; a stream plan reads it in passes)", (long long)floats, kn->tpr, REGISTER_FLOATS);
+        else if (kn->stream && floats <= REGISTER_FLOATS)
+            snprintf(reason, sizeof reason, "the row fits in registers at %d threads per row, which reads it once",
+                     kn->tpr);
+    }
+    if (*reason && why)
+        snprintf(why, why_size, "%s", reason);
+    return !*reason;
+}
+
+static void rows_knob_name(int knob, char *buf, size_t size)
+{
+    const knob_t *kn = &knobs[knob];
+    snprintf(buf, size, "t%d_r%d_%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar", kn->stream ? "_stream" : "");
+}
+
+static double tensor_bytes(dnnjit_graph_t g, dnnjit_tensor_t id)
+{
+    const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
+    return t->is_pass_by_value ? 0.0
+                               : (double)dnnjit__numel(t->ndim, t->dim) * (double)dnnjit_data_type_size(t->resolved_type);
+}
+
+static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
+{
+    /* Bytes over an H200's ~3.8 TB/s, slowed by what keeps a plan from streaming at that
+     * rate: scalar access, threads idling past the row's end, too little in flight to cover
+     * memory latency, and block-wide reductions; streamed passes after the first mostly
+     * hit L2 (counted at a third of their bytes), and the column sums of a norm backward
+     * read DY and X again. */
+    dnnjit__rows_problem_t pb;
+    dnnjit__rows_problem(g, grp, &pb);
+    const knob_t *kn = &knobs[knob];
+    double bytes = 0, row_inputs = 0;
+    for (int64_t i = 0; i < grp->input_count + grp->output_count; i++) {
+        dnnjit_tensor_t id = dnnjit__group_tensor(grp, i);
+        bytes += tensor_bytes(g, id);
+        if (i < grp->input_count && dnnjit__rows_view(&pb, dnnjit__tensor(g, id)).access != DNNJIT__ROWS_ROWCONST)
+            row_inputs += tensor_bytes(g, id);
+    }
+    if (kn->stream)
+        bytes += (pb.passes - 1) * row_inputs / 3.0;
+    if (pb.column_role)
+        bytes += tensor_bytes(g, pb.op->in[0]) + tensor_bytes(g, pb.op->in[1]);
+    int vec = vec_of(&pb, kn);
+    double chunks = (double)chunks_of(&pb, kn);
+    double used = (double)pb.geo.cols / (chunks * kn->tpr * vec);
+    /* Bytes each thread has in flight at once: its whole row share in registers, else up
+     * to four chunks; about 4 MB across the GPU covers the latency. */
+    double element = (double)dnnjit_data_type_size(dnnjit__tensor(g, pb.op->in[0])->resolved_type);
+    double threads = (double)pb.geo.rows * kn->tpr;
+    threads = threads < 132.0 * 2048 ? threads : 132.0 * 2048;
+    double in_flight = threads * (in_registers(&pb, kn) ? chunks : chunks < 4 ? chunks : 4) * vec * element;
+    double latency = in_flight < 4e6 ? in_flight / 4e6 : 1.0;
+    double rate = 3.8e6 * (kn->vector ? 1.0 : 0.6) * used * latency * (kn->tpr > 32 ? 0.92 : 1.0);
+    return 3.0 + bytes / rate;
+}
+
+static const char *template_of(dnnjit_op_t op)
+{
+    switch (op) {
+    case DNNJIT_OP_REDUCTION:
+        return "rows_reduction.cuh";
+    case DNNJIT_OP_SOFTMAX:
+        return "rows_softmax.cuh";
+    case DNNJIT_OP_SOFTMAX_BACKWARD:
+        return "rows_softmax_backward.cuh";
+    case DNNJIT_OP_LAYERNORM:
+    case DNNJIT_OP_RMSNORM:
+        return "rows_norm.cuh";
+    default:
+        return "rows_norm_backward.cuh";
+    }
+}
+
+/* The op's own constants (see its template). */
+static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t *pb)
+{
+    const dnnjit__node_t *n = pb->op;
+    switch (n->op) {
+    case DNNJIT_OP_REDUCTION:
+        dnnjit__sb_printf(sb, "#define DJ_MODE DJ_ROW_%s\n", dnnjit_reduction_mode_name(n->attr.reduction.mode));
+        break;
+    case DNNJIT_OP_SOFTMAX:
+        dnnjit__sb_printf(sb, "constexpr int DJ_STATS = %d;\n", (int)n->attr.softmax.stats);
+        break;
+    case DNNJIT_OP_SOFTMAX_BACKWARD:
+        break;
+    case DNNJIT_OP_LAYERNORM:
+    case DNNJIT_OP_RMSNORM:
+        dnnjit__sb_printf(sb, "constexpr bool DJ_CENTER = %s;\n", n->op == DNNJIT_OP_LAYERNORM ? "true" : "false");
+        break;
+    default:
+        dnnjit__sb_printf(sb, "constexpr bool DJ_CENTER = %s;\nconstexpr int DJ_STRIP = %d;\n",
+                          n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->strip);
+        break;
+    }
+}
+
+static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t *p, const dnnjit__group_t *grp,
+                                     int knob, dnnjit__kernel_t *k)
+{
+    (void)p;
+    *k = (dnnjit__kernel_t){0};
+    dnnjit__rows_problem_t pb;
+    if (!rows_supports(g, grp, knob, "", NULL, 0) || !dnnjit__rows_problem(g, grp, &pb) ||
+        !dnnjit__kernel_assign_slots(g, grp, k))
+        return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "rows engine: the group of %s \"%s\" is not supported",
+                            dnnjit__op_label(g->nodes[grp->first_node].op), g->nodes[grp->first_node].name);
+    const knob_t *kn = &knobs[knob];
+    int64_t col_blocks = pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip : 0;
+    int64_t row_blocks = (pb.geo.rows + kn->rpb - 1) / kn->rpb;
+    row_blocks = row_blocks < MAX_ROW_BLOCKS ? row_blocks : MAX_ROW_BLOCKS;
+
+    dnnjit__strbuf_t sb = {0};
+    dnnjit__sb_append(&sb, dnnjit__template("common.cuh"));
+    dnnjit__sb_printf(&sb, "\n// ---- generated by the rows engine for %s \"%s\" (%lld nodes): %lld rows of %lld ----\n",
+                      dnnjit__op_label(pb.op->op), pb.op->name, (long long)grp->node_count, (long long)pb.geo.rows,
+                      (long long)pb.geo.cols);
+    dnnjit__sb_printf(&sb,
+                      "constexpr dj_i64 DJ_ROWS = %lldLL;\nconstexpr int DJ_COLS = %lld;\nconstexpr int DJ_TPR = %d;\n"
+                      "constexpr int DJ_BLOCK = %d;\nconstexpr int DJ_VEC = %d;\nconstexpr bool DJ_REGS = %s;\n"
+                      "constexpr unsigned DJ_COL_BLOCKS = %lldu;\n",
+                      (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
+                      in_registers(&pb, kn) ? "true" : "false", (long long)col_blocks);
+    emit_op_constants(&sb, &pb);
+    dnnjit__sb_append(&sb, "\n");
+    dnnjit__sb_append(&sb, dnnjit__template("rows_common.cuh"));
+    dnnjit__sb_append(&sb, "\n// ---- accessors and ports ----\n");
+    bool ok = dnnjit__rows_emit(&sb, &pb, k, vec_of(&pb, kn));
+    dnnjit__sb_append(&sb, dnnjit__template(template_of(pb.op->op)));
+    dnnjit__sb_append(&sb, "\n");
+    dnnjit__sb_append(&sb, dnnjit__template("rows_kernel.cuh"));
+    k->source = dnnjit__sb_take(&sb);
+    if (!ok || !k->source) {
+        free(k->source);
+        k->source = NULL;
+        return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "rows engine: out of memory generating source");
+    }
+    snprintf(k->entry, sizeof k->entry, "dj_rows");
+    k->grid[0] = (unsigned)(col_blocks + row_blocks);
+    k->grid[1] = k->grid[2] = 1;
+    k->block[0] = (unsigned)(kn->tpr * kn->rpb);
+    k->block[1] = k->block[2] = 1;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+const dnnjit__engine_t dnnjit__engine_rows = {
+    .name = "rows",
+    .knob_count = KNOB_COUNT,
+    .supports = rows_supports,
+    .knob_name = rows_knob_name,
+    .cost = rows_cost,
+    .generate = rows_generate,
+};

@@ -1,0 +1,146 @@
+// Rows engine: one kernel per row group ([pointwise prologue] -> softmax, norm, reduction or
+// a backward -> [pointwise epilogue]), specialised to its row length. A row is DJ_COLS
+// elements; DJ_TPR threads share a row (part of a warp, a warp, or several warps), DJ_RPB
+// rows run side by side in a block, and the blocks loop over the rows with a grid stride.
+// A thread covers chunks k = 0, 1, ... of V consecutive elements starting at column
+// (k * DJ_TPR + lane) * V, so that the threads of a row read consecutive memory; V is
+// DJ_VEC (16 bytes of the narrowest row tensor) when dj_aligned(args) says every vector
+// pointer allows it, else 1. With DJ_REGS the op's full inputs are read once and kept in
+// registers across its passes; otherwise every pass reads them again (the later reads
+// mostly hit L2). Math is in float, and every reduction combines in a fixed order, so a
+// plan gives the same bits on every run.
+//
+// The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
+// DJ_BLOCK, DJ_VEC, DJ_REGS and DJ_COL_BLOCKS (blocks in front of the row blocks that do
+// per-column work, 0 for most ops), this file, the generated dj_aligned(args) and port
+// accessors, the op's file (rows_<op>.cuh), and rows_kernel.cuh. The accessors are named
+// after the op's ports:
+//   dj_in_P<V>(row, col, v, args, first)  full input P at (row, col .. col + V - 1); a
+//                                         prologue stores the tensors it makes only when
+//                                         `first` is set, which one pass of the op does
+//   dj_out_P<V>(row, col, v, args)        full output P: stored and/or fed to an epilogue
+//   dj_par_P<V>(col, v, args)             per-column input (an absent one reads 0)
+//   dj_pout_P<V>(col, v, args)            per-column output (nothing when not needed)
+//   dj_rin_P(row, args)                   per-row input (an absent one reads 0)
+//   dj_rout_P(row, value, args)           per-row output (nothing when not needed)
+//   dj_eps(args)                          a norm's epsilon
+// The op file defines dj_row_op<V>(row, args), and dj_col_op<V>(args) when DJ_COL_BLOCKS > 0.
+
+constexpr int DJ_RPB = DJ_BLOCK / DJ_TPR;
+constexpr int DJ_ROW_WARPS = DJ_TPR > 32 ? DJ_TPR / 32 : 1;
+static_assert(DJ_RPB * DJ_TPR == DJ_BLOCK && (DJ_TPR & (DJ_TPR - 1)) == 0, "threads per row: a power of two");
+
+// The row a group of DJ_TPR threads works on, and where its chunks lie. Rows past the end
+// (valid false) still take part in the reductions, which every thread of a block runs.
+template <int V> struct DjRow {
+    static constexpr int CHUNKS = (DJ_COLS + DJ_TPR * V - 1) / (DJ_TPR * V);
+    static constexpr bool FULL = DJ_COLS % (DJ_TPR * V) == 0; // every chunk inside the row
+    static constexpr int CACHED = DJ_REGS ? CHUNKS : 1;
+    // Register-resident rows unroll completely so that the cache stays in registers.
+    static constexpr int UNROLL = DJ_REGS || CHUNKS < 4 ? CHUNKS : 4;
+    dj_i64 row;
+    int lane, sub;
+    bool valid;
+    __device__ __forceinline__ int col(int k) const { return (k * DJ_TPR + lane) * V; }
+    __device__ __forceinline__ bool has(int k) const { return valid && (FULL || col(k) < DJ_COLS); }
+};
+
+template <int V> using DjCache = float[DjRow<V>::CACHED][V];
+
+// ---- memory ------------------------------------------------------------------------
+
+// V elements of T to or from floats, in accesses of at most 16 bytes (p aligned to them).
+template <typename T, int V> __device__ __forceinline__ void dj_load(const T *p, float (&v)[V])
+{
+    constexpr int P = 16 / (int)sizeof(T) < V ? 16 / (int)sizeof(T) : V;
+#pragma unroll
+    for (int i = 0; i < V; i += P) {
+        const dj_vec<T, P> q = *(const dj_vec<T, P> *)(p + i);
+#pragma unroll
+        for (int e = 0; e < P; e++)
+            v[i + e] = dj_to_float(q.v[e]);
+    }
+}
+
+template <typename T, int V> __device__ __forceinline__ void dj_store(T *p, const float (&v)[V])
+{
+    constexpr int P = 16 / (int)sizeof(T) < V ? 16 / (int)sizeof(T) : V;
+#pragma unroll
+    for (int i = 0; i < V; i += P) {
+        dj_vec<T, P> q;
+#pragma unroll
+        for (int e = 0; e < P; e++)
+            q.v[e] = dj_from_float<T>(v[i + e]);
+        *(dj_vec<T, P> *)(p + i) = q;
+    }
+}
+
+// Chunk k of a full input: read through `in` on the first pass, or on every pass without
+// DJ_REGS; from the register cache otherwise. Chunks outside the row read `fill`.
+template <int V, typename In>
+__device__ __forceinline__ void dj_chunk(const DjRow<V> &rw, DjCache<V> &cache, int k, bool first, float fill, In in,
+                                         float (&x)[V])
+{
+    if constexpr (DJ_REGS) {
+        if (!first) {
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                x[e] = cache[k][e];
+            return;
+        }
+    }
+    if (rw.has(k)) {
+        in(rw.row, rw.col(k), x, first);
+    } else {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            x[e] = fill;
+    }
+    if constexpr (DJ_REGS) {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            cache[k][e] = x[e];
+    }
+}
+
+// ---- reductions over a row --------------------------------------------------------------
+
+struct dj_pair {
+    float a, b;
+};
+
+__device__ __forceinline__ float dj_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ dj_pair dj_shfl_xor(dj_pair v, int m) { return {dj_shfl_xor(v.a, m), dj_shfl_xor(v.b, m)}; }
+
+__device__ __forceinline__ float dj_sum(float a, float b) { return a + b; }
+__device__ __forceinline__ dj_pair dj_sum(dj_pair a, dj_pair b) { return {a.a + b.a, a.b + b.b}; }
+// The larger value, or NaN when either is NaN (a NaN makes its whole softmax row NaN).
+__device__ __forceinline__ float dj_max_nan(float a, float b) { return a != a || a > b ? a : b; }
+
+// Combines v over the DJ_TPR threads of a row, every thread receiving the result:
+// butterfly shuffles inside a warp, then for rows wider than a warp the warps' results
+// through shared memory, in warp order. `op` is commutative, so both partners of each
+// butterfly step compute the same value.
+template <typename T, typename F> __device__ __forceinline__ T dj_row_reduce(T v, int sub, int lane, F op)
+{
+#pragma unroll
+    for (int m = (DJ_TPR < 32 ? DJ_TPR : 32) / 2; m > 0; m /= 2)
+        v = op(v, dj_shfl_xor(v, m));
+    if constexpr (DJ_TPR > 32) {
+        __shared__ T part[DJ_RPB][DJ_ROW_WARPS];
+        if (lane % 32 == 0)
+            part[sub][lane / 32] = v;
+        __syncthreads();
+        v = part[sub][0];
+#pragma unroll
+        for (int w = 1; w < DJ_ROW_WARPS; w++)
+            v = op(v, part[sub][w]);
+        __syncthreads(); // the next reduction reuses part
+    }
+    return v;
+}
+
+template <int V, typename T> __device__ __forceinline__ T dj_row_sum(T v, const DjRow<V> &rw)
+{
+    return dj_row_reduce(v, rw.sub, rw.lane, [](T a, T b) { return dj_sum(a, b); });
+}
