@@ -441,7 +441,7 @@ static void mode_a_picks_by_row_length(void **state)
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 1000, "t32_r4_vec"},   /* 125 vectors: 4 per lane */
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec"},  /* 512 vectors: 4 per thread */
         {OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t1024_r1_vec"},
-        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 65536, "t256_r1_vec_stream"}, /* 64 per thread at 1024 */
+        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 65536, "t1024_r1_vec_stream"}, /* 64 per thread at 1024 */
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 64, "t4_r32_vec"},        /* 16 vectors of 4 */
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 1, "t1_r128_scalar"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 4097, "t256_r1_scalar"},  /* 17 per thread; 33 at 128 */

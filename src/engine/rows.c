@@ -10,7 +10,8 @@
  * more threads per row than the row has vectors, so that mode A's first plan is the fewest
  * threads per row that hold the row in registers: a part of a warp for short rows, a warp
  * up to about a thousand elements, a block beyond, and a streaming block when even 1024
- * threads cannot hold it. */
+ * threads cannot hold it (1024 threads first: the fewest rows in flight, whose later
+ * passes then hit L2). */
 #include "engine/rows.h"
 
 #include "codegen/templates.h"
@@ -32,8 +33,8 @@ static const knob_t knobs[] = {
     {32, 4, true, false},      {32, 4, false, false},     {32, 8, true, false},      {32, 8, false, false},
     {64, 2, true, false},      {64, 2, false, false},     {128, 1, true, false},     {128, 1, false, false},
     {256, 1, true, false},     {256, 1, false, false},    {512, 1, true, false},     {512, 1, false, false},
-    {1024, 1, true, false},    {1024, 1, false, false},   {256, 1, true, true},      {256, 1, false, true},
-    {1024, 1, true, true},     {1024, 1, false, true},
+    {1024, 1, true, false},    {1024, 1, false, false},   {1024, 1, true, true},     {1024, 1, false, true},
+    {256, 1, true, true},      {256, 1, false, true},
 };
 
 enum {
@@ -122,9 +123,9 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     /* Bytes over an H200's ~3.8 TB/s, slowed by what keeps a plan from streaming at that
      * rate: scalar access, threads idling past the row's end, too little in flight to cover
-     * memory latency, and block-wide reductions; streamed passes after the first mostly
-     * hit L2 (counted at a third of their bytes), and the column sums of a norm backward
-     * read DY and X again. */
+     * memory latency, and block-wide reductions; streamed passes after the first count a
+     * third of their bytes when they hit L2, and the column sums of a norm backward read
+     * DY and X again. */
     dnnjit__rows_problem_t pb;
     dnnjit__rows_problem(g, grp, &pb);
     const knob_t *kn = &knobs[knob];
@@ -135,8 +136,13 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
         if (i < grp->input_count && dnnjit__rows_view(&pb, dnnjit__tensor(g, id)).access != DNNJIT__ROWS_ROWCONST)
             row_inputs += tensor_bytes(g, id);
     }
-    if (kn->stream)
-        bytes += (pb.passes - 1) * row_inputs / 3.0;
+    if (kn->stream) {
+        /* Later passes hit L2 while the rows in flight fit in it: blocks of a plan fill an
+         * SM up to 2048 threads, on 132 SMs, against about 40 of the 50 MB. */
+        double resident_rows = 132.0 * (2048 / (kn->tpr * kn->rpb)) * kn->rpb;
+        double row_bytes = row_inputs / (double)pb.geo.rows;
+        bytes += (pb.passes - 1) * row_inputs * (resident_rows * row_bytes <= 40e6 ? 1.0 / 3.0 : 1.0);
+    }
     if (pb.column_role)
         bytes += tensor_bytes(g, pb.op->in[0]) + tensor_bytes(g, pb.op->in[1]);
     int vec = vec_of(&pb, kn);
