@@ -428,7 +428,8 @@ static void first_knob(dnnjit_graph_t g, char *name, size_t size)
 
 /* Mode A's first plan is the fewest threads per row that keep the row in 32 registers per
  * thread, worked out by hand: cols / (threads * vector) chunks of `vector` elements each,
- * times the full inputs the op keeps (one, or two for a backward op). */
+ * for every input the op keeps (one, or two for a backward op), 16-bit values two to a
+ * register; a reduction keeps nothing but reads at most 32 elements per thread. */
 static void mode_a_picks_by_row_length(void **state)
 {
     (void)state;
@@ -438,16 +439,19 @@ static void mode_a_picks_by_row_length(void **state)
         int64_t cols;
         const char *knob;
     } cases[] = {
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 1000, "t32_r4_vec"},   /* 125 vectors: 4 per lane */
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec"},  /* 512 vectors: 4 per thread */
-        {OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t1024_r1_vec"},
-        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 65536, "t1024_r1_vec_stream"}, /* 64 per thread at 1024 */
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 64, "t4_r32_vec"},        /* 16 vectors of 4 */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 1000, "t16_r8_vec"},   /* 125 vectors: 8 x 4 registers */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t64_r2_vec"},   /* 512 vectors: 8 x 4 */
+        {OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t512_r1_vec"},
+        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 65536, "t1024_r1_vec"},
+        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 131072, "t1024_r1_vec_stream"}, /* 16 x 4 at 1024 */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 64, "t4_r32_vec"},        /* 16 vectors of 4: 4 x 4 */
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 1, "t1_r128_scalar"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 4097, "t256_r1_scalar"},  /* 17 per thread; 33 at 128 */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t256_r1_vec"}, /* 2 x 16 */
-        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r2_vec"},       /* 2 x 2 x 8 */
-        {OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 1000, "t32_r4_vec"},    /* 250 vectors: 8 per lane */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4097, "t256_r1_scalar"},   /* one element to a register */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec"}, /* 4 x (4 + 4) */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 4096, "t256_r1_vec"},    /* 4 x (4 + 4) */
+        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t32_r4_vec"},        /* 4 x (4 + 4) */
+        {OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 1000, "t32_r4_vec"},    /* 250 vectors: 8 x 4 elements */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = op_graph(NULL, cases[i].op, cases[i].io, 77, cases[i].cols, 1);
@@ -472,9 +476,10 @@ static void knob_refusals(void **state)
     } cases[] = {
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4097, "t256_r1_vec", "multiples of a 16-byte vector"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 1000, "t256_r1_vec", "256 threads per row would idle on rows of 125"},
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 1000, "t16_r8_vec", "needs 64 registers per thread"},
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 1000, "t8_r16_vec", "needs 64 registers per thread"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 32768, "t1024_r1_vec_stream", "fits in registers"},
-        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 4096, "t128_r1_vec", "needs 64 registers"},
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 32768, "t512_r1_vec", "needs 64 registers"},
+        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 4096, "t64_r2_vec", "needs 64 registers"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = op_graph(NULL, cases[i].op, cases[i].io, 8, cases[i].cols, 0);
@@ -564,7 +569,7 @@ static void plan_lists(void **state)
     TU_OK(dnnjit_graph_create_execution_plans(g, &a, 1));
     char *name;
     TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
-    assert_string_equal(name, "rows_t128_r1_vec");
+    assert_string_equal(name, "rows_t64_r2_vec");
     dnnjit_free(name);
     int64_t count;
     TU_OK(dnnjit_graph_get_plan_count(g, &count));

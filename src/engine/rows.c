@@ -6,7 +6,8 @@
  * rows_emit.c writes the accessors that specialise them.
  *
  * Mode A takes the knobs in table order, and supports() refuses a register plan whose row
- * does not fit in 32 registers per thread, a stream plan whose row does, and any plan with
+ * does not fit in 32 registers per thread (16-bit values two to a register), a stream plan
+ * whose row does, and any plan with
  * more threads per row than the row has vectors, so that mode A's first plan is the fewest
  * threads per row that hold the row in registers: a part of a warp for short rows, a warp
  * up to about a thousand elements, a block beyond, and a streaming block when even 1024
@@ -39,9 +40,9 @@ static const knob_t knobs[] = {
 
 enum {
     KNOB_COUNT = sizeof knobs / sizeof knobs[0],
-    /* Floats of full inputs a thread may keep in registers: a 1024-thread block has 64
+    /* Registers a thread may keep its share of the row in: a 1024-thread block has 64
      * registers per thread, which must also hold addresses and the op's own values. */
-    REGISTER_FLOATS = 32,
+    ROW_REGISTERS = 32,
     /* The grid loops over the rows, so it can stay well below the hardware limit. */
     MAX_ROW_BLOCKS = 1 << 20,
 };
@@ -61,7 +62,20 @@ static int64_t chunks_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 /* Whether the op's full inputs stay in registers across its passes. */
 static bool in_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    return !kn->stream && pb->cached_inputs > 0;
+    return !kn->stream && pb->kept_inputs > 0;
+}
+
+/* 32-bit registers a thread of a register plan keeps its share of the row in: per chunk,
+ * V values of each kept input, two 16-bit ones to a register. A one-pass op keeps nothing,
+ * but its register plans still cap what a thread reads (V elements per chunk), so that
+ * mode A spreads long rows over enough threads. */
+static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    int vec = vec_of(pb, kn);
+    int64_t per_chunk = pb->kept_inputs ? 0 : vec;
+    for (int i = 0; i < pb->kept_inputs; i++)
+        per_chunk += (vec * pb->kept_size[i] + 3) / 4;
+    return chunks_of(pb, kn) * per_chunk;
 }
 
 static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
@@ -85,19 +99,17 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         const knob_t *kn = &knobs[knob];
         int vec = vec_of(&pb, kn);
         int64_t vectors = (pb.geo.cols + vec - 1) / vec;
-        /* A one-pass op (a reduction) keeps nothing, but its register plans still cap
-         * what a thread reads, so that mode A spreads long rows over enough threads. */
-        int64_t floats = chunks_of(&pb, kn) * vec * (pb.cached_inputs > 0 ? pb.cached_inputs : 1);
+        int64_t registers = row_registers(&pb, kn);
         if (kn->vector && pb.vec == 1)
             snprintf(reason, sizeof reason, "vector access needs a row length and row starts that are multiples "
                                             "of a 16-byte vector");
         else if (kn->tpr > vectors)
             snprintf(reason, sizeof reason, "%d threads per row would idle on rows of %lld vectors", kn->tpr,
                      (long long)vectors);
-        else if (!kn->stream && floats > REGISTER_FLOATS)
+        else if (!kn->stream && registers > ROW_REGISTERS)
             snprintf(reason, sizeof reason, "the row needs %lld registers per thread at %d threads per row (at most "
-                     "%d; a stream plan reads it in passes)", (long long)floats, kn->tpr, REGISTER_FLOATS);
-        else if (kn->stream && floats <= REGISTER_FLOATS)
+                     "%d; a stream plan reads it in passes)", (long long)registers, kn->tpr, ROW_REGISTERS);
+        else if (kn->stream && registers <= ROW_REGISTERS)
             snprintf(reason, sizeof reason, "the row fits in registers at %d threads per row, which reads it once",
                      kn->tpr);
     }

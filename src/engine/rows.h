@@ -34,7 +34,8 @@ typedef struct dnnjit__rows_problem {
     int64_t op_pos; /* the row op's position in grp->nodes */
     dnnjit__row_geometry_t geo;
     int vec;           /* elements per vector access (16 bytes of the narrowest row tensor); 1: none */
-    int cached_inputs; /* full inputs the op reads in more than one pass (0: one pass) */
+    int kept_inputs;   /* full inputs the op reads in more than one pass (0: one pass) */
+    int kept_size[2];  /* bytes per element each keeps in registers (see dnnjit__rows_kept_type) */
     int passes;        /* passes over the full inputs */
     bool column_role;  /* norm backward with DSCALE or DBIAS to sum over the rows */
     int strip;         /* columns per block of the per-column work */
@@ -47,6 +48,11 @@ dnnjit__rows_view_t dnnjit__rows_view(const dnnjit__rows_problem_t *pb, const dn
 
 /* Whether a view allows whole vectors of `vec` elements at every chunk of every row. */
 bool dnnjit__rows_vector_view(const dnnjit__rows_problem_t *pb, const dnnjit__rows_view_t *v, int vec);
+
+/* The type the register cache keeps a full input's values in: its own when it is a
+ * 16-bit float that holds rounded values (read from memory, or written by the group),
+ * FLOAT otherwise. */
+dnnjit_data_type_t dnnjit__rows_kept_type(const dnnjit__rows_problem_t *pb, dnnjit_tensor_t id);
 
 /* Whether a tensor is one the group writes to memory. */
 bool dnnjit__rows_writes(const dnnjit__group_t *grp, dnnjit_tensor_t id);

@@ -89,6 +89,14 @@ static int vector_width(const dnnjit__rows_problem_t *pb)
     return 1;
 }
 
+dnnjit_data_type_t dnnjit__rows_kept_type(const dnnjit__rows_problem_t *pb, dnnjit_tensor_t id)
+{
+    const dnnjit__tensor_t *t = dnnjit__tensor(pb->g, id);
+    bool rounded = !t->is_virtual || dnnjit__slot_of(pb->grp->inputs, (int)pb->grp->input_count, id) >= 0;
+    bool half = t->resolved_type == DNNJIT_DATA_TYPE_HALF || t->resolved_type == DNNJIT_DATA_TYPE_BFLOAT16;
+    return rounded && half ? t->resolved_type : DNNJIT_DATA_TYPE_FLOAT;
+}
+
 bool dnnjit__rows_problem(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__rows_problem_t *pb)
 {
     if (grp->kind != DNNJIT__GROUP_ROW)
@@ -98,24 +106,14 @@ bool dnnjit__rows_problem(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__
         return false;
     while (grp->nodes[pb->op_pos] != grp->first_node)
         pb->op_pos++;
-    switch (pb->op->op) {
-    case DNNJIT_OP_REDUCTION:
-        pb->passes = 1;
-        break;
-    case DNNJIT_OP_SOFTMAX:
-    case DNNJIT_OP_LAYERNORM:
-        pb->passes = 3;
-        pb->cached_inputs = 1;
-        break;
-    case DNNJIT_OP_RMSNORM:
-        pb->passes = 2;
-        pb->cached_inputs = 1;
-        break;
-    default: /* the backward ops: a pass for the row sums, one for the outputs */
-        pb->passes = 2;
-        pb->cached_inputs = 2;
-        break;
-    }
+    /* Backward ops make a pass for the row sums and one for the outputs. */
+    pb->passes = pb->op->op == DNNJIT_OP_REDUCTION  ? 1
+                 : pb->op->op == DNNJIT_OP_SOFTMAX || pb->op->op == DNNJIT_OP_LAYERNORM ? 3
+                                                                                         : 2;
+    for (int s = 0; pb->passes > 1 && s < DNNJIT__MAX_INPUTS; s++)
+        if (dnnjit__row_full_input(pb->op->op, s))
+            pb->kept_size[pb->kept_inputs++] =
+                (int)dnnjit_data_type_size(dnnjit__rows_kept_type(pb, pb->op->in[s]));
     bool backward_norm = pb->op->op == DNNJIT_OP_LAYERNORM_BACKWARD || pb->op->op == DNNJIT_OP_RMSNORM_BACKWARD;
     pb->column_role = backward_norm && (dnnjit__rows_writes(grp, pb->op->out[1]) ||
                                         dnnjit__rows_writes(grp, pb->op->out[2]));
@@ -320,6 +318,38 @@ static bool is_leaf(const emit_t *e, dnnjit_tensor_t id, dnnjit_tensor_t given)
     return pos < 0 || !e->eval[pos];
 }
 
+/* A non-virtual tensor of a type narrower than float holds its values rounded to that
+ * type, and the reference's readers read the rounded value; so do the nodes here. Virtual
+ * tensors keep full precision (the reference does not round them either). */
+static bool narrow(const dnnjit__tensor_t *t)
+{
+    return !t->is_virtual && t->resolved_type != DNNJIT_DATA_TYPE_FLOAT && t->resolved_type != DNNJIT_DATA_TYPE_DOUBLE;
+}
+
+static void emit_rounded(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, const char *value)
+{
+    if (narrow(t))
+        dnnjit__sb_printf(sb, "dj_round<%s>(%s)", dnnjit__cuda_type(t->resolved_type), value);
+    else
+        dnnjit__sb_append(sb, value);
+}
+
+/* `const float v<out> = <the node's expression>;`, rounded to the output's type: the
+ * expression goes in a lambda whose local v<out> (as dnnjit__emit_pointwise names it)
+ * shadows the one being defined. */
+static void emit_node(dnnjit__strbuf_t *sb, const emit_t *e, const dnnjit__node_t *n)
+{
+    const dnnjit__tensor_t *out = tensor_of(e, n->out[0]);
+    if (!narrow(out)) {
+        dnnjit__emit_pointwise(sb, e->pb->g, n, "        ");
+        return;
+    }
+    dnnjit__sb_printf(sb, "        const float v%u = [&] {\n", n->out[0]);
+    dnnjit__emit_pointwise(sb, e->pb->g, n, "            ");
+    dnnjit__sb_printf(sb, "            return dj_round<%s>(v%u);\n        }();\n", dnnjit__cuda_type(out->resolved_type),
+                      n->out[0]);
+}
+
 /* Whether input s of marked node pos is the first read of its tensor by marked nodes. */
 static bool first_read(const emit_t *e, int64_t pos, int s)
 {
@@ -365,8 +395,11 @@ static void emit_elementwise(emit_t *e, dnnjit_tensor_t given, const char *given
             dnnjit__sb_printf(sb, "    float o%u[V];\n", out);
     }
     dnnjit__sb_append(sb, per_row ? "    {\n" : "#pragma unroll\n    for (int e = 0; e < V; e++) {\n");
-    if (given)
-        dnnjit__sb_printf(sb, "        const float v%u = %s;\n", given, given_expr);
+    if (given) {
+        dnnjit__sb_printf(sb, "        const float v%u = ", given);
+        emit_rounded(sb, tensor_of(e, given), given_expr);
+        dnnjit__sb_append(sb, ";\n");
+    }
     for (int64_t pos = 0; pos < grp->node_count; pos++)
         for (int s = 0; e->eval[pos] && s < DNNJIT__MAX_INPUTS; s++) {
             dnnjit_tensor_t id = node_at(e, pos)->in[s];
@@ -381,7 +414,7 @@ static void emit_elementwise(emit_t *e, dnnjit_tensor_t given, const char *given
         }
     for (int64_t pos = 0; pos < grp->node_count; pos++)
         if (e->eval[pos])
-            dnnjit__emit_pointwise(sb, e->pb->g, node_at(e, pos), "        ");
+            emit_node(sb, e, node_at(e, pos));
     if (result)
         dnnjit__sb_printf(sb, "        v[e] = v%u;\n", result);
     for (int64_t pos = 0; pos < grp->node_count; pos++) {
@@ -471,6 +504,8 @@ static bool mark_epilogue(emit_t *e)
 
 static void emit_full_in(emit_t *e, const char *name, dnnjit_tensor_t id)
 {
+    dnnjit__sb_printf(&e->ports, "using DjKept_%s = %s;\n\n", name,
+                      dnnjit__cuda_type(dnnjit__rows_kept_type(e->pb, id)));
     dnnjit__sb_printf(&e->ports,
                       "template <int V>\n__device__ __forceinline__ void dj_in_%s(dj_i64 row, int col, float (&v)[V], "
                       "const DjArgs &args, bool first)\n{\n    (void)first;\n",

@@ -24,6 +24,8 @@
 //   dj_rin_P(row, args)                   per-row input (an absent one reads 0)
 //   dj_rout_P(row, value, args)           per-row output (nothing when not needed)
 //   dj_eps(args)                          a norm's epsilon
+//   DjKept_P                              the type a full input's values are kept in
+//                                         (see DjCache)
 // The op file defines dj_row_op<V>(row, args), and dj_col_op<V>(args) when DJ_COL_BLOCKS > 0.
 
 constexpr int DJ_RPB = DJ_BLOCK / DJ_TPR;
@@ -35,9 +37,14 @@ static_assert(DJ_RPB * DJ_TPR == DJ_BLOCK && (DJ_TPR & (DJ_TPR - 1)) == 0, "thre
 template <int V> struct DjRow {
     static constexpr int CHUNKS = (DJ_COLS + DJ_TPR * V - 1) / (DJ_TPR * V);
     static constexpr bool FULL = DJ_COLS % (DJ_TPR * V) == 0; // every chunk inside the row
-    static constexpr int CACHED = DJ_REGS ? CHUNKS : 1;
+    // Only the plan's own access width keeps the row in registers: the one-element path a
+    // vector plan falls back to for unaligned pointers would need more registers than the
+    // plan was sized for (and the kernel gets the registers of its hungriest path), so it
+    // reads the row again on each pass instead.
+    static constexpr bool REGS = DJ_REGS && V == DJ_VEC;
+    static constexpr int CACHED = REGS ? CHUNKS : 1;
     // Register-resident rows unroll completely so that the cache stays in registers.
-    static constexpr int UNROLL = DJ_REGS || CHUNKS < 4 ? CHUNKS : 4;
+    static constexpr int UNROLL = REGS || CHUNKS < 4 ? CHUNKS : 4;
     dj_i64 row;
     int lane, sub;
     bool valid;
@@ -45,7 +52,74 @@ template <int V> struct DjRow {
     __device__ __forceinline__ bool has(int k) const { return valid && (FULL || col(k) < DJ_COLS); }
 };
 
-template <int V> using DjCache = float[DjRow<V>::CACHED][V];
+// The register cache of one full input (used when DjRow<V>::REGS): floats, or for an input whose
+// values are 16-bit floats (read from memory, or stored rounded by a prologue; the
+// generator says which with DjKept_<port>) the same bits two to a 32-bit register, which
+// halves the registers a row needs.
+template <typename T, int V> struct DjCache {
+    float v[DjRow<V>::CACHED][V];
+    __device__ __forceinline__ void put(int k, const float (&x)[V])
+    {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            v[k][e] = x[e];
+    }
+    __device__ __forceinline__ void get(int k, float (&x)[V]) const
+    {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            x[e] = v[k][e];
+    }
+};
+
+// Two values exactly representable in T, in one word (lo in the low half), and back. The
+// packing is opaque to the compiler (PTX), which would otherwise see that unpacking gives
+// back the loaded floats and keep those instead, undoing the saving.
+__device__ __forceinline__ unsigned dj_pack2(dj_bf16, float lo, float hi)
+{
+    unsigned w;
+    asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w) : "r"(__float_as_uint(lo)), "r"(__float_as_uint(hi)));
+    return w;
+}
+__device__ __forceinline__ void dj_unpack2(dj_bf16, unsigned w, float &lo, float &hi)
+{
+    lo = __uint_as_float(w << 16);
+    hi = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ unsigned dj_pack2(dj_half, float lo, float hi)
+{
+    unsigned w;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
+}
+__device__ __forceinline__ void dj_unpack2(dj_half, unsigned w, float &lo, float &hi)
+{
+    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;}" : "=f"(lo), "=f"(hi) : "r"(w));
+}
+
+template <typename T, int V> struct DjPackedCache {
+    static constexpr int WORDS = (V + 1) / 2;
+    unsigned w[DjRow<V>::CACHED][WORDS];
+    __device__ __forceinline__ void put(int k, const float (&x)[V])
+    {
+#pragma unroll
+        for (int i = 0; i < WORDS; i++)
+            w[k][i] = dj_pack2(T{}, x[2 * i], 2 * i + 1 < V ? x[2 * i + 1] : 0.0f);
+    }
+    __device__ __forceinline__ void get(int k, float (&x)[V]) const
+    {
+#pragma unroll
+        for (int i = 0; i < WORDS; i++) {
+            float lo, hi;
+            dj_unpack2(T{}, w[k][i], lo, hi);
+            x[2 * i] = lo;
+            if (2 * i + 1 < V)
+                x[2 * i + 1] = hi;
+        }
+    }
+};
+template <int V> struct DjCache<dj_bf16, V> : DjPackedCache<dj_bf16, V> {};
+template <int V> struct DjCache<dj_half, V> : DjPackedCache<dj_half, V> {};
 
 // ---- memory ------------------------------------------------------------------------
 
@@ -75,17 +149,19 @@ template <typename T, int V> __device__ __forceinline__ void dj_store(T *p, cons
     }
 }
 
-// Chunk k of a full input: read through `in` on the first pass, or on every pass without
-// DJ_REGS; from the register cache otherwise. Chunks outside the row read `fill`.
-template <int V, typename In>
-__device__ __forceinline__ void dj_chunk(const DjRow<V> &rw, DjCache<V> &cache, int k, bool first, float fill, In in,
-                                         float (&x)[V])
+// v as a tensor of type T holds it.
+template <typename T> __device__ __forceinline__ float dj_round(float v) { return dj_to_float(dj_from_float<T>(v)); }
+
+// Chunk k of a full input: read through `in` on the first pass, or on every pass when the
+// row is not kept in registers; from the register cache otherwise. Chunks outside the row
+// read `fill`.
+template <typename T, int V, typename In>
+__device__ __forceinline__ void dj_chunk(const DjRow<V> &rw, DjCache<T, V> &cache, int k, bool first, float fill,
+                                         In in, float (&x)[V])
 {
-    if constexpr (DJ_REGS) {
+    if constexpr (DjRow<V>::REGS) {
         if (!first) {
-#pragma unroll
-            for (int e = 0; e < V; e++)
-                x[e] = cache[k][e];
+            cache.get(k, x);
             return;
         }
     }
@@ -96,11 +172,8 @@ __device__ __forceinline__ void dj_chunk(const DjRow<V> &rw, DjCache<V> &cache, 
         for (int e = 0; e < V; e++)
             x[e] = fill;
     }
-    if constexpr (DJ_REGS) {
-#pragma unroll
-        for (int e = 0; e < V; e++)
-            cache[k][e] = x[e];
-    }
+    if constexpr (DjRow<V>::REGS)
+        cache.put(k, x);
 }
 
 // ---- reductions over a row --------------------------------------------------------------

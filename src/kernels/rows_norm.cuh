@@ -6,7 +6,7 @@
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
     using R = DjRow<V>;
-    DjCache<V> cache;
+    DjCache<DjKept_X, V> cache;
     const auto x_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_X<V>(row, col, v, args, first); };
     float mean = 0.0f;
     if constexpr (DJ_CENTER) {

@@ -10,7 +10,8 @@
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
     using R = DjRow<V>;
-    DjCache<V> dy_cache, x_cache;
+    DjCache<DjKept_DY, V> dy_cache;
+    DjCache<DjKept_X, V> x_cache;
     const auto dy_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_DY<V>(row, col, v, args, first); };
     const auto x_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_X<V>(row, col, v, args, first); };
     const float mean = rw.valid ? dj_rin_MEAN(rw.row, args) : 0.0f;

@@ -49,7 +49,7 @@ __device__ __forceinline__ float dj_reduce_finish(float acc)
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
     using R = DjRow<V>;
-    DjCache<V> cache;
+    DjCache<float, V> cache; // one pass: nothing is kept
     const auto x_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_X<V>(row, col, v, args, first); };
     float acc = dj_reduce_identity();
 #pragma unroll(R::UNROLL)

@@ -6,7 +6,7 @@
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
     using R = DjRow<V>;
-    DjCache<V> cache;
+    DjCache<DjKept_P, V> cache;
     const auto p_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_P<V>(row, col, v, args, first); };
     const float neg_inf = __int_as_float(0xff800000);
     float max = neg_inf;

@@ -3,7 +3,8 @@
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
     using R = DjRow<V>;
-    DjCache<V> y_cache, dy_cache;
+    DjCache<DjKept_Y, V> y_cache;
+    DjCache<DjKept_DY, V> dy_cache;
     const auto y_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_Y<V>(row, col, v, args, first); };
     const auto dy_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_DY<V>(row, col, v, args, first); };
     float dot = 0.0f;
