@@ -4,6 +4,8 @@
  *                            back-to-back calls, median of repeats), host time per execute
  *   dnnjit-bench build-only  the same graph's build time alone (run in a fresh process
  *                            after `run` to measure a build from the warm disk cache)
+ *   dnnjit-bench gemm        4096^3 bf16 GEMM and 8x4096^3 bf16 bmm + bias + relu: mode A's
+ *                            plan and the fastest listed plan, device time and TFLOP/s
  *   dnnjit-bench rows [--all-plans]
  *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
  *                            backwards) on the issue-6 shapes: device time of the plan mode A
@@ -16,6 +18,7 @@
 #include "dnnjit.h"
 #include "jit/jit.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +87,8 @@ static double timed_build(dnnjit_graph_t g)
 
 /* Median device microseconds per call over `repeats` timings of `calls` back-to-back
  * executes between one pair of events. */
-static double device_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, int calls, int repeats)
+static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace,
+                                    int calls, int repeats)
 {
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
     dnnjit__cu_event_t start, stop;
@@ -96,7 +100,7 @@ static double device_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack,
     for (int r = 0; r < repeats; r++) {
         CU(cu->cuEventRecord(start, NULL));
         for (int i = 0; i < calls; i++)
-            CHECK(dnnjit_graph_execute(g, pack, n, NULL, NULL));
+            CHECK(dnnjit_graph_execute(g, pack, n, workspace, NULL));
         CU(cu->cuEventRecord(stop, NULL));
         CU(cu->cuEventSynchronize(stop));
         float ms;
@@ -109,6 +113,107 @@ static double device_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack,
     cu->cuEventDestroy(start);
     cu->cuEventDestroy(stop);
     return median;
+}
+
+static double device_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, int calls, int repeats)
+{
+    return device_us_per_call_ws(g, pack, n, NULL, calls, repeats);
+}
+
+/* C = act(A @ B + bias) in bf16 with float compute: A [batch, m, k] and B [batch, k, n]
+ * row-major; bias [1, 1, n] and relu when `epilogue`. */
+static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, int64_t batch, int64_t m, int64_t n, int64_t k, bool epilogue,
+                                 dnnjit_tensor_t io[4])
+{
+    dnnjit_graph_t g;
+    CHECK(dnnjit_graph_create(h, &(dnnjit_graph_attr_t){.name = "gemm", .io_data_type = DNNJIT_DATA_TYPE_BFLOAT16,
+                                                         .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
+                              &g));
+    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "A", .ndim = 3, .dim = (int64_t[]){batch, m, k}}, &io[0]));
+    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "B", .ndim = 3, .dim = (int64_t[]){batch, k, n}}, &io[1]));
+    CHECK(dnnjit_graph_matmul(g, io[0], io[1], NULL, &io[3]));
+    io[2] = DNNJIT_TENSOR_NONE;
+    if (epilogue) {
+        CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "bias", .ndim = 3, .dim = (int64_t[]){1, 1, n}},
+                                  &io[2]));
+        CHECK(dnnjit_graph_bias(g, "bias", io[3], io[2], &io[3]));
+        CHECK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_RELU_FWD}, io[3], 0, 0,
+                                     &io[3]));
+    }
+    CHECK(dnnjit_tensor_set_output(g, io[3], true));
+    return g;
+}
+
+/* Times a GEMM graph: mode A's first plan (what dnnjit_graph_build picks) and the best of
+ * every plan modes A and B list, each at its median device time. */
+static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64_t m, int64_t n, int64_t k,
+                       bool epilogue)
+{
+    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
+    dnnjit_tensor_t io[4];
+    dnnjit_graph_t g = gemm_graph(h, batch, m, n, k, epilogue, io);
+    dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
+    CHECK(dnnjit_graph_create_execution_plans(g, modes, 2));
+    int64_t sizes[4] = {batch * m * k, batch * k * n, n, batch * m * n};
+    dnnjit__cu_deviceptr_t buf[4];
+    dnnjit_variant_t pack[4];
+    size_t count = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!io[i])
+            continue;
+        CU(cu->cuMemAlloc(&buf[count], (size_t)sizes[i] * 2));
+        /* Pseudo-random bf16 values in +-[1, 2) (not zeros, which would flatter the tensor
+         * cores' power draw): random mantissa and sign under the exponent of 1.0. */
+        uint16_t *host = malloc((size_t)sizes[i] * 2);
+        for (int64_t j = 0; j < sizes[i]; j++) {
+            uint32_t r = (uint32_t)j * 2654435761u;
+            host[j] = (uint16_t)(0x3f80u | (r >> 25) | (r >> 9 & 0x8000u));
+        }
+        CU(cu->cuMemcpyHtoD(buf[count], host, (size_t)sizes[i] * 2));
+        free(host);
+        int64_t uid;
+        CHECK(dnnjit_tensor_get_uid(g, io[i], &uid));
+        pack[count] = (dnnjit_variant_t){uid, (void *)(uintptr_t)buf[count]};
+        count++;
+    }
+    int64_t plans = 0, best = -1;
+    CHECK(dnnjit_graph_get_plan_count(g, &plans));
+    double best_us = 0, first_us = 0, flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
+    for (int64_t p = 0; p < plans; p++) {
+        char *plan = NULL;
+        CHECK(dnnjit_graph_get_plan_name(g, p, &plan));
+        bool fallback = strncmp(plan, "fallback", 8) == 0;
+        dnnjit_free(plan);
+        if (fallback)
+            continue;
+        int64_t ws_size = 0;
+        CHECK(dnnjit_graph_build_plan_at_index(g, p));
+        CHECK(dnnjit_graph_get_workspace_size(g, &ws_size));
+        dnnjit__cu_deviceptr_t ws = 0;
+        if (ws_size)
+            CU(cu->cuMemAlloc(&ws, (size_t)ws_size));
+        double us = device_us_per_call_ws(g, pack, count, (void *)(uintptr_t)ws, 10, 9);
+        if (ws)
+            cu->cuMemFree(ws);
+        if (p == 0)
+            first_us = us;
+        if (best < 0 || us < best_us) {
+            best_us = us;
+            best = p;
+        }
+    }
+    char *first = NULL, *fastest = NULL;
+    CHECK(dnnjit_graph_get_plan_name(g, 0, &first));
+    CHECK(dnnjit_graph_get_plan_name(g, best, &fastest));
+    printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"best_us\": %.2f, "
+           "\"best_tflops\": %.1f, \"best_plan\": \"%s\"}\n",
+           name, first_us, flops / first_us / 1e6, first, best_us, flops / best_us / 1e6, fastest);
+    fflush(stdout);
+    dnnjit_free(first);
+    dnnjit_free(fastest);
+    for (size_t i = 0; i < count; i++)
+        cu->cuMemFree(buf[i]);
+    dnnjit_graph_destroy(g);
 }
 
 /* ---- row ops (dnnjit-bench rows) ---------------------------------------------------- */
@@ -295,6 +400,7 @@ static int row_bench(dnnjit_handle_t h, bool all_plans)
 int main(int argc, char **argv)
 {
     bool build_only = argc > 1 && strcmp(argv[1], "build-only") == 0;
+    bool gemm_only = argc > 1 && strcmp(argv[1], "gemm") == 0;
     dnnjit_handle_t h;
     CHECK(dnnjit_handle_create(&h));
     char arch[16];
@@ -308,6 +414,12 @@ int main(int argc, char **argv)
         int rc = row_bench(h, argc > 2 && strcmp(argv[2], "--all-plans") == 0);
         dnnjit_handle_destroy(h);
         return rc;
+    }
+    if (gemm_only) {
+        bench_gemm(h, "gemm_4096_bf16", 1, 4096, 4096, 4096, false);
+        bench_gemm(h, "bmm_bias_relu_8x4096_bf16", 8, 4096, 4096, 4096, true);
+        dnnjit_handle_destroy(h);
+        return 0;
     }
     dnnjit_tensor_t io[4];
     dnnjit_graph_t g = sigmoid_graph(h, N, io);

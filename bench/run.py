@@ -54,11 +54,37 @@ def torch_peers():
     compiled = torch.compile(eager)
     A = torch.randn(4, 64, 128, device="cuda", dtype=torch.half)
     B = torch.randn(4, 128, 64, device="cuda", dtype=torch.half)
+    gemm = gemm_peers(torch, time_us)
     return {
+        **gemm,
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "sigmoid_fma_64M_half": {"torch_eager_us": time_us(eager), "torch_compile_us": time_us(compiled)},
         "seed000_bmm_half": {"torch_bmm_us": time_us(lambda: torch.bmm(A, B), calls=1000, repeats=9)},
+    }
+
+
+def gemm_peers(torch, time_us):
+    """cuBLAS through torch on the GEMM cases of dnnjit-bench gemm: bf16 4096^3, and
+    8x4096^3 bmm + bias + relu as eager ops, as baddbmm + relu, and under torch.compile."""
+    n = 4096
+    A = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    bA = torch.randn(8, n, n, device="cuda", dtype=torch.bfloat16)
+    bB = torch.randn(8, n, n, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(1, 1, n, device="cuda", dtype=torch.bfloat16)
+
+    def eager():
+        return torch.relu(torch.bmm(bA, bB) + bias)
+
+    compiled = torch.compile(eager)
+    return {
+        "gemm_4096_bf16": {"cublas_us": time_us(lambda: torch.matmul(A, B), calls=10, repeats=9)},
+        "bmm_bias_relu_8x4096_bf16": {
+            "torch_eager_us": time_us(eager, calls=5, repeats=9),
+            "torch_baddbmm_us": time_us(lambda: torch.relu(torch.baddbmm(bias, bA, bB)), calls=5, repeats=9),
+            "torch_compile_us": time_us(compiled, calls=5, repeats=9),
+        },
     }
 
 
@@ -77,10 +103,11 @@ def main():
     with tempfile.TemporaryDirectory() as cache:
         cases = run_bench(binary, ["run"], cache)
         cases.update(run_bench(binary, ["build-only"], cache))
+        cases.update(run_bench(binary, ["gemm"], cache))
         if not args.no_rows:
             cases.update(run_bench(binary, ["rows"] + (["--all-plans"] if args.rows_all_plans else []), cache))
     peers = torch_peers()
-    for case in ("sigmoid_fma_64M_half", "seed000_bmm_half"):
+    for case in ("sigmoid_fma_64M_half", "seed000_bmm_half", "gemm_4096_bf16", "bmm_bias_relu_8x4096_bf16"):
         cases[case].update(peers[case])
     if not args.no_rows:
         for case, times in rows_peers().items():
@@ -112,6 +139,9 @@ def table(result):
          f"{c['seed000_bmm_half']['us']:.2f} µs",
          f"torch.bmm {c['seed000_bmm_half']['torch_bmm_us']:.2f} µs "
          f"({c['seed000_bmm_half']['torch_bmm_us'] / c['seed000_bmm_half']['us']:.2f}×)"),
+        gemm_row(c, "gemm_4096_bf16", "GEMM 4096³ bf16", {"cuBLAS (torch.matmul)": "cublas_us"}),
+        gemm_row(c, "bmm_bias_relu_8x4096_bf16", "bmm + bias + relu 8×4096³ bf16",
+                 {"eager": "torch_eager_us", "baddbmm+relu": "torch_baddbmm_us", "compile": "torch_compile_us"}),
         ("cold build (generate + NVRTC + load)", f"{c['build_cold']['us'] / 1e3:.1f} ms", ""),
         ("build, warm disk cache (new process)", f"{c['build_warm_disk_cache']['us'] / 1e3:.2f} ms", ""),
         ("build, warm memory cache", f"{c['build_warm_memory_cache']['us']:.0f} µs", ""),
@@ -193,6 +223,18 @@ def rows_table(c):
             lines.append(f"| {op} {shape} {io} | {case['us']:.1f} µs ({case['tb_per_s']:.2f} TB/s) | {case['plan']} | "
                          f"{peer('torch_eager_us')} | {peer('torch_compile_us')} |")
     return "\n".join(lines)
+
+
+def gemm_row(cases, key, label, peers):
+    """A table row for a GEMM case: mode A's plan and the fastest plan, TFLOP/s, and each
+    peer's time with its ratio to mode A's."""
+    c = cases.get(key)
+    if not c:
+        return (label, "not measured", "")
+    ours = (f"{c['us']:.0f} µs, {c['tflops']:.0f} TFLOP/s (plan {c['plan']}); fastest plan "
+            f"{c['best_us']:.0f} µs, {c['best_tflops']:.0f} TFLOP/s ({c['best_plan']})")
+    theirs = ", ".join(f"{name} {c[field]:.0f} µs ({c[field] / c['us']:.2f}×)" for name, field in peers.items())
+    return (label, ours, theirs)
 
 
 def update_readme(result_path):

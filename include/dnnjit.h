@@ -611,6 +611,10 @@ typedef enum dnnjit_build_plan_policy {
 
 /* Behavior notes of a plan, as bits. Every dnnjit plan compiles at run time. */
 #define DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION (1u << 0)
+/* The plan computes in less precision than the graph asks for: FLOAT matmul inputs are
+ * rounded to TF32 (10-bit mantissa) before one tensor-core product. Plans without this note
+ * keep about FLOAT accuracy. */
+#define DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION (1u << 1)
 
 /* Validates the graph and partitions it into groups; afterwards the graph can no longer
  * be modified (BAD_STATE). Errors: as dnnjit_graph_validate. */

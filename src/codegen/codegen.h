@@ -28,4 +28,20 @@ void dnnjit__emit_pointwise(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit
  * argument slot args.scalar[slot]. */
 void dnnjit__emit_scalar(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, int slot);
 
+/* The per-element function of a group: its pointwise nodes evaluated in float, reading the
+ * group's inputs at their broadcast offsets in `shape` and storing every output of the
+ * group. With `mm` (the matmul output of a GEMM group) the function is the GEMM epilogue and
+ * receives mm's value as acc. Forms:
+ *   AT_INDEX   dj_element(i, args), or dj_epilogue(i, dj_acc acc, args): i is the linear
+ *              row-major index into shape (the fallback and pointwise kernels)
+ *   AT_COORDS  dj_epilogue(batch, row, col, float acc0, float acc1, bool pair, args): the
+ *              elements at columns col and (when pair) col + 1; batch is the linear index over
+ *              shape's leading (batch) axes, row and col the last two coordinates (tiled GEMMs) */
+typedef enum dnnjit__element_form { DNNJIT__ELEMENT_AT_INDEX, DNNJIT__ELEMENT_AT_COORDS } dnnjit__element_form_t;
+struct dnnjit__group;
+struct dnnjit__kernel;
+void dnnjit__emit_group_element(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const struct dnnjit__group *grp,
+                                const struct dnnjit__kernel *k, const dnnjit__tensor_t *shape, dnnjit_tensor_t mm,
+                                dnnjit__element_form_t form);
+
 #endif

@@ -21,6 +21,10 @@ typedef struct dnnjit__kernel {
     dnnjit_tensor_t tensors[DNNJIT__MAX_KERNEL_TENSORS];
     int scalar_count;
     dnnjit_tensor_t scalars[DNNJIT__MAX_KERNEL_SCALARS];
+    /* Workspace the kernel needs for itself (e.g. split-K partial sums), passed in
+     * DjArgs.ptr[scratch_slot]; execute zeroes its first scratch_zero_bytes before the launch. */
+    int scratch_slot;
+    int64_t scratch_bytes, scratch_zero_bytes;
 } dnnjit__kernel_t;
 
 typedef struct dnnjit__engine {
@@ -34,6 +38,10 @@ typedef struct dnnjit__engine {
     void (*knob_name)(int knob, char *buf, size_t size);
     /* Mode B: an estimate of the run time in microseconds on an H200-class device. */
     double (*cost)(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob);
+    /* Mode A: optional; lower ranks first among the engine's knobs (knob order otherwise). */
+    double (*rule)(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob);
+    /* Optional: DNNJIT_BEHAVIOR_NOTE_* bits the knob adds to a plan's notes. */
+    uint32_t (*notes)(int knob);
     dnnjit_status_t (*generate)(dnnjit_graph_t g, const dnnjit__partition_t *p, const dnnjit__group_t *grp,
                                 int knob, dnnjit__kernel_t *out);
 } dnnjit__engine_t;

@@ -273,71 +273,13 @@ typedef struct work {
     int64_t threads, extra_threads;
 } work_t;
 
-/* Whether a pointwise node of the group reads tensor id. */
-static bool read_by_pointwise(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_tensor_t id)
-{
-    for (int64_t i = 0; i < grp->node_count; i++) {
-        const dnnjit__node_t *n = &g->nodes[grp->nodes[i]];
-        for (int s = 0; n->op == DNNJIT_OP_POINTWISE && s < DNNJIT__MAX_INPUTS; s++)
-            if (n->in[s] == id)
-                return true;
-    }
-    return false;
-}
-
-/* The per-element function of a pointwise group (dj_element) or of a GEMM group's
- * epilogue (dj_epilogue, given the matmul output `mm` and its value in acc): loads the
- * inputs the pointwise nodes read at their broadcast offsets, evaluates the nodes in float
- * as the pointwise engine does, and stores every output of the group. */
-static void emit_element_fn(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__group_t *grp,
-                            const dnnjit__kernel_t *k, const dnnjit__tensor_t *shape, dnnjit_tensor_t mm)
-{
-    if (mm)
-        dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_epilogue(dj_i64 i, dj_acc acc, "
-                              "const DjArgs &args)\n{\n");
-    else
-        dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_element(dj_i64 i, const DjArgs &args)\n{\n");
-    dnnjit__emit_coords(sb, "i", shape->ndim, shape->dim, "    ");
-    for (int64_t i = 0; i < grp->input_count; i++) {
-        const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->inputs[i]);
-        if (!read_by_pointwise(g, grp, grp->inputs[i]))
-            continue;
-        dnnjit__sb_printf(sb, "    const float v%u = ", grp->inputs[i]);
-        if (t->is_pass_by_value) {
-            dnnjit__emit_scalar(sb, t, dnnjit__slot_of(k->scalars, k->scalar_count, grp->inputs[i]));
-        } else {
-            dnnjit__sb_printf(sb, "dj_to_float(((const %s *)args.ptr[%d])[", dnnjit__cuda_type(t->resolved_type),
-                              dnnjit__slot_of(k->tensors, k->tensor_count, grp->inputs[i]));
-            dnnjit__emit_offset(sb, t, shape->ndim);
-            dnnjit__sb_append(sb, "])");
-        }
-        dnnjit__sb_append(sb, ";\n");
-    }
-    if (mm && read_by_pointwise(g, grp, mm))
-        dnnjit__sb_printf(sb, "    const float v%u = (float)acc;\n", mm);
-    for (int64_t i = 0; i < grp->node_count; i++)
-        if (g->nodes[grp->nodes[i]].op == DNNJIT_OP_POINTWISE)
-            dnnjit__emit_pointwise(sb, g, &g->nodes[grp->nodes[i]], "    ");
-    for (int64_t i = 0; i < grp->output_count; i++) {
-        const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->outputs[i]);
-        const char *type = dnnjit__cuda_type(t->resolved_type);
-        dnnjit__sb_printf(sb, "    ((%s *)args.ptr[%d])[", type, dnnjit__slot_of(k->tensors, k->tensor_count, grp->outputs[i]));
-        dnnjit__emit_offset(sb, t, shape->ndim);
-        if (grp->outputs[i] == mm)
-            dnnjit__sb_printf(sb, "] = dj_from_acc<%s>(acc);\n", type);
-        else
-            dnnjit__sb_printf(sb, "] = dj_from_float<%s>(v%u);\n", type, grp->outputs[i]);
-    }
-    dnnjit__sb_append(sb, "}\n\n");
-}
-
 static work_t gen_pointwise(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__group_t *grp,
                             const dnnjit__kernel_t *k)
 {
     const dnnjit__tensor_t *shape = dnnjit__tensor(g, g->nodes[grp->first_node].out[0]);
     int64_t numel = dnnjit__numel(shape->ndim, shape->dim);
     dnnjit__sb_printf(sb, "constexpr dj_i64 DJ_NUMEL = %lldLL;\n\n", (long long)numel);
-    emit_element_fn(sb, g, grp, k, shape, DNNJIT_TENSOR_NONE);
+    dnnjit__emit_group_element(sb, g, grp, k, shape, DNNJIT_TENSOR_NONE, DNNJIT__ELEMENT_AT_INDEX);
     return (work_t){numel, 0};
 }
 
@@ -365,7 +307,7 @@ static work_t gen_gemm(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__gro
     dim[nd - 1] = cols;
     dim[nd - 2] = kk;
     emit_ports(sb, g, n, k, b_port, &(space_t){nd, dim, NULL}, dbl);
-    emit_element_fn(sb, g, grp, k, c, n->out[0]);
+    dnnjit__emit_group_element(sb, g, grp, k, c, n->out[0], DNNJIT__ELEMENT_AT_INDEX);
     return (work_t){numel, 0};
 }
 

@@ -9,12 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const dnnjit__engine_t dnnjit__engine_gemm;
 extern const dnnjit__engine_t dnnjit__engine_pointwise;
 extern const dnnjit__engine_t dnnjit__engine_rows;
 extern const dnnjit__engine_t dnnjit__engine_fallback;
 
-const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_pointwise, &dnnjit__engine_rows,
-                                                   &dnnjit__engine_fallback, NULL};
+const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_gemm, &dnnjit__engine_pointwise,
+                                                   &dnnjit__engine_rows, &dnnjit__engine_fallback, NULL};
 
 /* ---- state ----------------------------------------------------------------------- */
 
@@ -74,6 +75,7 @@ dnnjit_status_t dnnjit_graph_build_operation_graph(dnnjit_graph_t g)
 typedef struct candidate {
     dnnjit__plan_choice_t choice;
     double cost;
+    double rule; /* mode A's order within an engine */
     int64_t rank; /* position in mode A's order, which breaks ties in cost */
 } candidate_t;
 
@@ -83,6 +85,14 @@ static int by_cost(const void *a, const void *b)
     if (x->cost != y->cost)
         return x->cost < y->cost ? -1 : 1;
     return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static int by_rule(const void *a, const void *b)
+{
+    const candidate_t *x = a, *y = b;
+    if (x->choice.engine != y->choice.engine || x->rule == y->rule)
+        return x->rank < y->rank ? -1 : x->rank > y->rank;
+    return x->rule < y->rule ? -1 : 1;
 }
 
 static bool is_fallback(const dnnjit__engine_t *e)
@@ -104,12 +114,14 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
         for (int k = 0; k < (*e)->knob_count; k++)
             if ((*e)->supports(g, grp, k, arch, why, why_size))
             {
-                out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), n};
+                out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, n};
                 n++;
             }
     }
     if (mode == DNNJIT_HEUR_MODE_B)
         qsort(out, (size_t)n, sizeof *out, by_cost);
+    else
+        qsort(out, (size_t)n, sizeof *out, by_rule);
     return n;
 }
 
@@ -257,6 +269,9 @@ dnnjit_status_t dnnjit_graph_get_plan_behavior_notes(dnnjit_graph_t g, int64_t i
     if (!notes)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_get_plan_behavior_notes: notes is NULL");
     *notes = DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+    for (int64_t i = 0; i < g->jit->partition.group_count; i++)
+        if (plan->choices[i].engine->notes)
+            *notes |= plan->choices[i].engine->notes(plan->choices[i].knob);
     return DNNJIT_STATUS_SUCCESS;
 }
 
@@ -275,8 +290,20 @@ dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t g, int64_t *size)
     if (!g->jit)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
                             "get_workspace_size: graph \"%s\" is not built (call build_operation_graph first)", g->name);
-    *size = g->jit->partition.workspace_size;
+    *size = dnnjit__workspace_size(g->jit, NULL);
     return DNNJIT_STATUS_SUCCESS;
+}
+
+int64_t dnnjit__workspace_size(const dnnjit__jit_state_t *s, int64_t *scratch_offset)
+{
+    int64_t offset = (s->partition.workspace_size + 255) / 256 * 256, scratch = 0;
+    const dnnjit__plan_t *plan = s->chosen >= 0 ? &s->plans[s->chosen] : NULL;
+    for (int64_t i = 0; plan && plan->kernels && i < s->partition.group_count; i++)
+        if (plan->kernels[i].kernel.scratch_bytes > scratch)
+            scratch = plan->kernels[i].kernel.scratch_bytes;
+    if (scratch_offset)
+        *scratch_offset = offset;
+    return scratch ? offset + scratch : s->partition.workspace_size;
 }
 
 /* Generates the kernels of a plan that has none yet. */
@@ -349,6 +376,15 @@ static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__
     dnnjit_status_t s = dnnjit__driver_load_kernel(b->cubin, b->kernel.entry, &k->module, &k->fn);
     if (s) {
         free(k);
+        return s;
+    }
+    /* Past 48 KiB, dynamic shared memory is granted only on request. */
+    if (b->kernel.shared_bytes > 48 * 1024)
+        s = dnnjit__cu_check(dnnjit__cuda()->cuFuncSetAttribute(k->fn, DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                                (int)b->kernel.shared_bytes),
+                             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    if (s) {
+        unload_kernel(k);
         return s;
     }
     void *existing = NULL;

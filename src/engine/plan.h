@@ -33,6 +33,11 @@ typedef struct dnnjit__jit_state {
 
 void dnnjit__jit_state_free(dnnjit__jit_state_t *state);
 
+/* Workspace bytes execute needs: the partition's intermediates, then (at *scratch_offset,
+ * 256-byte aligned) the largest scratch a kernel of the chosen plan asks for. Before a plan
+ * is chosen, the intermediates only. */
+int64_t dnnjit__workspace_size(const dnnjit__jit_state_t *state, int64_t *scratch_offset);
+
 /* Every engine, most specialised first (the order mode A ranks them in). */
 extern const dnnjit__engine_t *const dnnjit__engines[];
 

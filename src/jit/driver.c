@@ -101,6 +101,7 @@ static const struct {
     {{"cuMemcpyHtoD_v2"}, SLOT(cuMemcpyHtoD), false},
     {{"cuMemcpyDtoH_v2"}, SLOT(cuMemcpyDtoH), false},
     {{"cuStreamSynchronize"}, SLOT(cuStreamSynchronize), false},
+    {{"cuMemsetD32Async"}, SLOT(cuMemsetD32Async), false},
     {{"cuEventCreate"}, SLOT(cuEventCreate), false},
     {{"cuEventDestroy_v2"}, SLOT(cuEventDestroy), false},
     {{"cuEventRecord"}, SLOT(cuEventRecord), false},

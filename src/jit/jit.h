@@ -140,6 +140,8 @@ typedef struct dnnjit__cuda_api {
     dnnjit__cu_result_t (*cuMemcpyHtoD)(dnnjit__cu_deviceptr_t dst, const void *src, size_t bytes);
     dnnjit__cu_result_t (*cuMemcpyDtoH)(void *dst, dnnjit__cu_deviceptr_t src, size_t bytes);
     dnnjit__cu_result_t (*cuStreamSynchronize)(dnnjit__cu_stream_t stream);
+    dnnjit__cu_result_t (*cuMemsetD32Async)(dnnjit__cu_deviceptr_t dst, unsigned int value, size_t count,
+                                            dnnjit__cu_stream_t stream);
     dnnjit__cu_result_t (*cuEventCreate)(dnnjit__cu_event_t *event, unsigned int flags);
     dnnjit__cu_result_t (*cuEventDestroy)(dnnjit__cu_event_t event);
     dnnjit__cu_result_t (*cuEventRecord)(dnnjit__cu_event_t event, dnnjit__cu_stream_t stream);

@@ -196,6 +196,22 @@ __device__ __forceinline__ float dj_sigmoid_bwd(float dy, float x)
 }
 __device__ __forceinline__ float dj_truth(bool b) { return b ? 1.0f : 0.0f; }
 
+// ---- paired stores -------------------------------------------------------------------
+
+// Stores a at p and (when pair) b at p + STRIDE, converted to T; with STRIDE 1 and p aligned
+// to the pair, as one 4- or 8-byte store.
+template <typename T, dj_i64 STRIDE> __device__ __forceinline__ void dj_store_pair(T *p, float a, float b, bool pair)
+{
+    struct __align__(2 * sizeof(T)) Pair { T x, y; };
+    if (STRIDE == 1 && pair && ((dj_u64)p & (2 * sizeof(T) - 1)) == 0) {
+        *(Pair *)p = Pair{dj_from_float<T>(a), dj_from_float<T>(b)};
+        return;
+    }
+    *p = dj_from_float<T>(a);
+    if (pair)
+        p[STRIDE] = dj_from_float<T>(b);
+}
+
 // ---- launch arguments --------------------------------------------------------------
 
 // Every generated kernel takes one DjArgs by value: the device addresses of the tensors its

@@ -71,9 +71,10 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
     if (!g->handle || !g->handle->has_device)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE, "execute: no GPU to run graph \"%s\" on: %s", g->name,
                             g->handle ? g->handle->no_device_reason : "the graph has no handle");
-    if (g->jit->partition.workspace_size && !workspace)
+    int64_t scratch_offset, workspace_size = dnnjit__workspace_size(g->jit, &scratch_offset);
+    if (workspace_size && !workspace)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: graph \"%s\" needs %lld bytes of workspace but none was given",
-                            g->name, (long long)g->jit->partition.workspace_size);
+                            g->name, (long long)workspace_size);
     dnnjit_status_t s = check_pack(g, pack, n);
     if (s)
         return s;
@@ -91,8 +92,17 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
             const dnnjit__tensor_t *t = dnnjit__tensor(g, k->scalars[i]);
             args.scalar[i] = (float)dnnjit_element_load(t->resolved_type, find_uid(pack, n, t->uid)->ptr, 0);
         }
+        if (k->scratch_bytes) {
+            args.ptr[k->scratch_slot] = (char *)workspace + scratch_offset;
+            if (k->scratch_zero_bytes)
+                s = dnnjit__cu_check(dnnjit__cuda()->cuMemsetD32Async((dnnjit__cu_deviceptr_t)(uintptr_t)args.ptr[k->scratch_slot],
+                                                                      0, (size_t)k->scratch_zero_bytes / 4,
+                                                                      (dnnjit__cu_stream_t)stream),
+                                     "cuMemsetD32Async(split-K counters)");
+        }
         void *params[] = {&args};
-        s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, k->grid, k->block, NULL, k->shared_bytes,
+        if (!s)
+            s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, k->grid, k->block, NULL, k->shared_bytes,
                                   (dnnjit__cu_stream_t)stream, params);
         if (s) {
             char cause[DNNJIT__MSG_LEN];

@@ -1,0 +1,482 @@
+// Tensor-core GEMM for sm_80 and later: C[batch] = A[batch] * B[batch] with mma.sync,
+// ldmatrix and a multi-stage cp.async pipeline, then the group's fused epilogue applied in
+// registers. One CTA computes a DJ_BM x DJ_BN tile of C for one batch entry and one K split;
+// its warps each own a DJ_WM x DJ_WN sub-tile.
+//
+// The generator places before this file:
+//   dj_ta, dj_tb              storage types of A and B (dj_half, dj_bf16 or float)
+//   DJ_KIND                   0 fp16, 1 bf16, 2 tf32, 3 fp32 as three tf32 products
+//   DJ_BM DJ_BN DJ_BK DJ_WM DJ_WN DJ_STAGES DJ_SPLITK DJ_GROUP_M   the knobs
+//   DJ_M DJ_N DJ_K DJ_BATCH   the problem
+//   DJ_A_KMAJOR DJ_A_SM DJ_A_SK DJ_A_VEC DJ_A_SLOT dj_a_batch(b)   A over [M, K]: whether K
+//       is its contiguous axis, its strides along M and K, whether 16-byte copies are legal
+//       for every aligned base pointer, its argument slot, and the offset of batch entry b
+//   DJ_B_KMAJOR DJ_B_SN DJ_B_SK DJ_B_VEC DJ_B_SLOT dj_b_batch(b)   the same for B over [N, K]
+//   DJ_SCRATCH_SLOT           the workspace slot of split-K partial sums (when DJ_SPLITK > 1)
+//   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
+//       and (when pair) col + 1; stores every output
+
+constexpr int DJ_WARPS_M = DJ_BM / DJ_WM;
+constexpr int DJ_WARPS_N = DJ_BN / DJ_WN;
+constexpr int DJ_THREADS = DJ_WARPS_M * DJ_WARPS_N * 32;
+constexpr bool DJ_TF32 = DJ_KIND >= 2;
+constexpr int DJ_KSTEP = DJ_TF32 ? 8 : 16;
+constexpr int DJ_MI = DJ_WM / 16;
+constexpr int DJ_NI = DJ_WN / 8;
+constexpr int DJ_TILES_M = (int)((DJ_M + DJ_BM - 1) / DJ_BM);
+constexpr int DJ_TILES_N = (int)((DJ_N + DJ_BN - 1) / DJ_BN);
+constexpr int DJ_TILES = DJ_TILES_M * DJ_TILES_N;
+constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
+constexpr int DJ_KTILES_PER_SPLIT = (DJ_KTILES + DJ_SPLITK - 1) / DJ_SPLITK;
+
+static_assert(DJ_BM % DJ_WM == 0 && DJ_BN % DJ_WN == 0, "warp tiles must divide the CTA tile");
+static_assert(DJ_WM % 16 == 0 && DJ_WN % 16 == 0 && DJ_BK % DJ_KSTEP == 0, "tile shape");
+
+// ---- PTX wrappers -----------------------------------------------------------------
+
+__device__ __forceinline__ unsigned dj_smem_addr(const void *p)
+{
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+// Copies `bytes` (0..16) bytes from global to shared memory and zero-fills the rest of the
+// 16-byte chunk, so tiles that run past the edge of a matrix read zeros.
+__device__ __forceinline__ void dj_cp_async16(void *dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dj_smem_addr(dst)), "l"(src), "r"(bytes));
+}
+
+__device__ __forceinline__ void dj_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N> __device__ __forceinline__ void dj_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void dj_ldsm4(unsigned r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(dj_smem_addr(p)));
+}
+
+__device__ __forceinline__ void dj_ldsm4_trans(unsigned r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(dj_smem_addr(p)));
+}
+
+__device__ __forceinline__ void dj_mma(float c[4], const unsigned a[4], const unsigned b[2])
+{
+    if constexpr (DJ_KIND == 0)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else if constexpr (DJ_KIND == 1)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ unsigned dj_to_tf32(float v)
+{
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+    return r;
+}
+
+__device__ __forceinline__ float dj_load_cg(const float *p)
+{
+    float v;
+    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
+    return v;
+}
+
+// ---- shared-memory tiles ----------------------------------------------------------
+
+// One operand's tile in shared memory: MNT rows of M (or N) by DJ_BK of K, stored with the
+// axis that is contiguous in global memory innermost, so copies stay 16-byte chunks and
+// transposed operands need no copy (ldmatrix.trans reads them). Rows are padded by 16 bytes
+// (32 for fp32 stored MN-major) so that the eight rows one ldmatrix or fragment load touches
+// fall in distinct banks.
+template <typename T, bool KMAJOR, int MNT> struct DjTile {
+    static constexpr int PAD = sizeof(T) == 4 && !KMAJOR ? 8 : 16 / (int)sizeof(T);
+    static constexpr int PITCH = (KMAJOR ? DJ_BK : MNT) + PAD;
+    static constexpr int ELEMS = (KMAJOR ? MNT : DJ_BK) * PITCH;
+    static __device__ __forceinline__ int at(int mn, int k) { return KMAJOR ? mn * PITCH + k : k * PITCH + mn; }
+};
+
+// Copies K tiles of one operand (extent MN along M or N, strides SMN and SK) into shared
+// memory, zeros outside the matrix. Each thread's place in the tile, its source pointer and
+// which of its rows lie inside the matrix are worked out once; a tile then costs one
+// pointer step and one cp.async per 16-byte chunk (the K edge is checked only on a tile
+// that crosses it). Without VEC, or with a base pointer that is not 16-byte aligned, the
+// copy goes element by element instead.
+template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bool VEC> struct DjCopy {
+    typedef DjTile<T, KMAJOR, MNT> Tile;
+    static constexpr int VE = 16 / (int)sizeof(T);
+    static constexpr int INNER = KMAJOR ? DJ_BK : MNT; // along the contiguous axis
+    static constexpr int OUTER = KMAJOR ? MNT : DJ_BK;
+    static constexpr int PER_ROW = INNER / VE;          // chunks in one stored row
+    static constexpr int ROWS_PER_PASS = DJ_THREADS / PER_ROW;
+    static constexpr int PASSES = OUTER / ROWS_PER_PASS;
+    static constexpr dj_i64 OUTER_STRIDE = KMAJOR ? SMN : SK;
+    static constexpr dj_i64 TILE_STEP = DJ_BK * SK; // elements from one K tile to the next
+    static_assert(DJ_THREADS % PER_ROW == 0 && OUTER % ROWS_PER_PASS == 0, "tile copy shape");
+
+    const T *g, *src; // the operand; this thread's first chunk in the CTA's first K tile
+    dj_i64 k_first;   // that tile's first K index
+    int mn0, outer0, inner0, dst;
+    unsigned rows_in; // K-major: bit p set when pass p's row lies inside the matrix
+    int mn_bytes;     // MN-major: bytes of this thread's chunk inside the matrix (0..16)
+    bool vec;
+
+    __device__ __forceinline__ DjCopy(const T *g_, int mn0_, dj_i64 k_first_, bool aligned)
+        : g(g_), k_first(k_first_), mn0(mn0_), vec(VEC && aligned)
+    {
+        outer0 = (int)threadIdx.x / PER_ROW;
+        inner0 = (int)threadIdx.x % PER_ROW * VE;
+        const int mn_l = KMAJOR ? outer0 : inner0, k_l = KMAJOR ? inner0 : outer0;
+        src = g + (dj_i64)(mn0 + mn_l) * SMN + (k_first + k_l) * SK;
+        dst = Tile::at(mn_l, k_l);
+        rows_in = 0;
+        if constexpr (KMAJOR) {
+#pragma unroll
+            for (int p = 0; p < PASSES; p++)
+                rows_in |= (unsigned)(mn0 + outer0 + p * ROWS_PER_PASS < MN) << p;
+            mn_bytes = 0;
+        } else {
+            const dj_i64 left = MN - (mn0 + inner0);
+            mn_bytes = left <= 0 ? 0 : left >= VE ? 16 : (int)left * (int)sizeof(T);
+        }
+    }
+
+    // K tile t (counted from k_first) into `stage`.
+    __device__ __forceinline__ void copy(T *stage, int t) const
+    {
+        const dj_i64 k0 = k_first + (dj_i64)t * DJ_BK;
+        if (!vec) {
+            copy_elements(stage, k0);
+            return;
+        }
+        const T *base = src + (dj_i64)t * TILE_STEP;
+        const bool whole = k0 + DJ_BK <= DJ_K;
+#pragma unroll
+        for (int p = 0; p < PASSES; p++) {
+            int bytes;
+            if constexpr (KMAJOR) {
+                const dj_i64 left = DJ_K - (k0 + inner0);
+                bytes = !(rows_in >> p & 1) ? 0
+                        : whole             ? 16
+                        : left <= 0         ? 0
+                        : left >= VE        ? 16
+                                            : (int)left * (int)sizeof(T);
+            } else {
+                bytes = whole || k0 + outer0 + p * ROWS_PER_PASS < DJ_K ? mn_bytes : 0;
+            }
+            dj_cp_async16(stage + dst + p * ROWS_PER_PASS * Tile::PITCH,
+                          bytes ? base + p * ROWS_PER_PASS * OUTER_STRIDE : g, bytes);
+        }
+    }
+
+    // The slow path stays a rolled loop: unrolled, it doubles the kernel's compile time.
+    __device__ __noinline__ void copy_elements(T *stage, dj_i64 k0) const
+    {
+#pragma unroll 1
+        for (int e = (int)threadIdx.x; e < OUTER * INNER; e += DJ_THREADS) {
+            const int o = e / INNER, in = e % INNER;
+            const int mn_l = KMAJOR ? o : in, k_l = KMAJOR ? in : o;
+            const dj_i64 mn = mn0 + mn_l, k = k0 + k_l;
+            stage[Tile::at(mn_l, k_l)] = mn < MN && k < DJ_K ? g[mn * SMN + k * SK] : dj_from_float<T>(0.0f);
+        }
+    }
+};
+
+// ---- fragments ----------------------------------------------------------------------
+
+// A's 16x16 fragment at rows m.., columns k.. (16-bit types): ldmatrix of the four 8x8
+// quarters in the order mma expects (rows 0-7/8-15 by columns 0-7, then 8-15).
+template <typename T, bool KMAJOR, int MNT>
+__device__ __forceinline__ void dj_frag_a16(unsigned a[4], const T *s, int m, int k, int lane)
+{
+    typedef DjTile<T, KMAJOR, MNT> Tile;
+    if constexpr (KMAJOR) {
+        dj_ldsm4(a, s + Tile::at(m + (lane & 15), k + (lane >> 4) * 8));
+    } else {
+        const int q = lane >> 3;
+        dj_ldsm4_trans(a, s + Tile::at(m + (q & 1) * 8, k + (q >> 1) * 8 + (lane & 7)));
+    }
+}
+
+// B's fragments for two neighbouring 8-column slices at n.. and n+8.., rows k.. (16-bit):
+// b[0], b[1] for the first slice, b[2], b[3] for the second.
+template <typename T, bool KMAJOR, int MNT>
+__device__ __forceinline__ void dj_frag_b16(unsigned b[4], const T *s, int n, int k, int lane)
+{
+    typedef DjTile<T, KMAJOR, MNT> Tile;
+    const int q = lane >> 3;
+    if constexpr (KMAJOR)
+        dj_ldsm4(b, s + Tile::at(n + (q >> 1) * 8 + (lane & 7), k + (q & 1) * 8));
+    else
+        dj_ldsm4_trans(b, s + Tile::at(n + (q >> 1) * 8, k + (q & 1) * 8 + (lane & 7)));
+}
+
+// fp32 operands: the m16n8k8 tf32 fragments read element by element. With DJ_KIND 3 each
+// value is split into a tf32 `big` part and a tf32 `small` remainder.
+template <bool KMAJOR, int MNT>
+__device__ __forceinline__ void dj_frag_a32(unsigned big[4], unsigned small[4], const float *s, int m, int k, int lane)
+{
+    typedef DjTile<float, KMAJOR, MNT> Tile;
+    const int g = lane >> 2, t = lane & 3;
+    const float v[4] = {s[Tile::at(m + g, k + t)], s[Tile::at(m + g + 8, k + t)], s[Tile::at(m + g, k + t + 4)],
+                        s[Tile::at(m + g + 8, k + t + 4)]};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        big[i] = dj_to_tf32(v[i]);
+        if constexpr (DJ_KIND == 3)
+            small[i] = dj_to_tf32(v[i] - __uint_as_float(big[i]));
+    }
+}
+
+template <bool KMAJOR, int MNT>
+__device__ __forceinline__ void dj_frag_b32(unsigned big[2], unsigned small[2], const float *s, int n, int k, int lane)
+{
+    typedef DjTile<float, KMAJOR, MNT> Tile;
+    const int g = lane >> 2, t = lane & 3;
+    const float v[2] = {s[Tile::at(n + g, k + t)], s[Tile::at(n + g, k + t + 4)]};
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        big[i] = dj_to_tf32(v[i]);
+        if constexpr (DJ_KIND == 3)
+            small[i] = dj_to_tf32(v[i] - __uint_as_float(big[i]));
+    }
+}
+
+typedef DjTile<dj_ta, DJ_A_KMAJOR, DJ_BM> DjTileA;
+typedef DjTile<dj_tb, DJ_B_KMAJOR, DJ_BN> DjTileB;
+
+__device__ __forceinline__ void dj_zero(float (&acc)[DJ_MI][DJ_NI][4])
+{
+#pragma unroll
+    for (int mi = 0; mi < DJ_MI; mi++)
+#pragma unroll
+        for (int ni = 0; ni < DJ_NI; ni++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[mi][ni][e] = 0.0f;
+}
+
+// The fragments of one mma k-step for the whole warp tile; with DJ_KIND 3 also the small
+// halves of the fp32 split.
+struct DjFrags {
+    unsigned a[DJ_MI][4], b[DJ_NI][2];
+    unsigned as[DJ_KIND == 3 ? DJ_MI : 1][4], bs[DJ_KIND == 3 ? DJ_NI : 1][2];
+};
+
+__device__ __forceinline__ void dj_load_frags(DjFrags &f, const dj_ta *sa, const dj_tb *sb, int kk, int wm0, int wn0,
+                                              int lane)
+{
+    if constexpr (!DJ_TF32) {
+#pragma unroll
+        for (int mi = 0; mi < DJ_MI; mi++)
+            dj_frag_a16<dj_ta, DJ_A_KMAJOR, DJ_BM>(f.a[mi], sa, wm0 + mi * 16, kk, lane);
+#pragma unroll
+        for (int ni = 0; ni < DJ_NI; ni += 2) {
+            unsigned q[4];
+            dj_frag_b16<dj_tb, DJ_B_KMAJOR, DJ_BN>(q, sb, wn0 + ni * 8, kk, lane);
+            f.b[ni][0] = q[0];
+            f.b[ni][1] = q[1];
+            f.b[ni + 1][0] = q[2];
+            f.b[ni + 1][1] = q[3];
+        }
+    } else {
+#pragma unroll
+        for (int mi = 0; mi < DJ_MI; mi++)
+            dj_frag_a32<DJ_A_KMAJOR, DJ_BM>(f.a[mi], f.as[DJ_KIND == 3 ? mi : 0], (const float *)sa, wm0 + mi * 16, kk,
+                                            lane);
+#pragma unroll
+        for (int ni = 0; ni < DJ_NI; ni++)
+            dj_frag_b32<DJ_B_KMAJOR, DJ_BN>(f.b[ni], f.bs[DJ_KIND == 3 ? ni : 0], (const float *)sb, wn0 + ni * 8, kk,
+                                            lane);
+    }
+}
+
+__device__ __forceinline__ void dj_mma_frags(float (&acc)[DJ_MI][DJ_NI][4], const DjFrags &f)
+{
+#pragma unroll
+    for (int mi = 0; mi < DJ_MI; mi++)
+#pragma unroll
+        for (int ni = 0; ni < DJ_NI; ni++) {
+            // The small products first, so they are not lost against the big one.
+            if constexpr (DJ_KIND == 3) {
+                dj_mma(acc[mi][ni], f.as[mi], f.b[ni]);
+                dj_mma(acc[mi][ni], f.a[mi], f.bs[ni]);
+            }
+            dj_mma(acc[mi][ni], f.a[mi], f.b[ni]);
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs args)
+{
+    extern __shared__ __align__(16) unsigned char dj_smem[];
+    dj_ta *const sa = (dj_ta *)dj_smem;
+    dj_tb *const sb = (dj_tb *)(dj_smem + DJ_STAGES * DjTileA::ELEMS * sizeof(dj_ta));
+
+    // Tiles are walked in groups of DJ_GROUP_M tile rows, column by column within a group, so
+    // the CTAs resident together share their A rows and B columns in L2.
+    const int tile = (int)blockIdx.x;
+    const int per_group = DJ_GROUP_M * DJ_TILES_N;
+    const int first_m = tile / per_group * DJ_GROUP_M;
+    const int rows_here = DJ_TILES_M - first_m < DJ_GROUP_M ? DJ_TILES_M - first_m : DJ_GROUP_M;
+    const int tm = first_m + tile % per_group % rows_here;
+    const int tn = tile % per_group / rows_here;
+    const int m0 = tm * DJ_BM, n0 = tn * DJ_BN;
+    const dj_i64 batch = blockIdx.y / DJ_SPLITK;
+    const int split = (int)(blockIdx.y % DJ_SPLITK);
+
+    const dj_ta *const ga = (const dj_ta *)args.ptr[DJ_A_SLOT] + dj_a_batch(batch);
+    const dj_tb *const gb = (const dj_tb *)args.ptr[DJ_B_SLOT] + dj_b_batch(batch);
+    const bool a_aligned = ((dj_u64)ga & 15) == 0, b_aligned = ((dj_u64)gb & 15) == 0;
+
+    const int kt0 = split * DJ_KTILES_PER_SPLIT;
+    const int kt_count = (DJ_KTILES - kt0 < DJ_KTILES_PER_SPLIT ? DJ_KTILES - kt0 : DJ_KTILES_PER_SPLIT);
+
+    const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
+    const int wm0 = warp % DJ_WARPS_M * DJ_WM, wn0 = warp / DJ_WARPS_M * DJ_WN;
+
+    float acc[DJ_MI][DJ_NI][4];
+    dj_zero(acc);
+
+    // Stage s holds K tile kt0 + s (mod DJ_STAGES). Every step commits one copy group, empty
+    // or not, so that waiting for all but the newest DJ_STAGES - 2 groups always means the
+    // next tile to be read has landed.
+    const DjCopy<dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC> copy_a(ga, m0, (dj_i64)kt0 * DJ_BK,
+                                                                                   a_aligned);
+    const DjCopy<dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC> copy_b(gb, n0, (dj_i64)kt0 * DJ_BK,
+                                                                                   b_aligned);
+    auto load = [&](int t) {
+        const int stage = t % DJ_STAGES;
+        copy_a.copy(sa + stage * DjTileA::ELEMS, t);
+        copy_b.copy(sb + stage * DjTileB::ELEMS, t);
+    };
+#pragma unroll
+    for (int s = 0; s < DJ_STAGES - 1; s++) {
+        if (s < kt_count)
+            load(s);
+        dj_cp_commit();
+    }
+    dj_cp_wait<DJ_STAGES - 2>();
+    __syncthreads();
+
+    // Software pipeline: the fragments of the next k-step (at a tile's last step, of the next
+    // tile's first) are read from shared memory while the tensor cores work on this one's.
+    constexpr int KSTEPS = DJ_BK / DJ_KSTEP;
+    DjFrags frag[2];
+    int read_stage = 0;
+    if (kt_count > 0)
+        dj_load_frags(frag[0], sa, sb, 0, wm0, wn0, lane);
+    float part[DJ_MI][DJ_NI][4]; // used by DJ_KIND 3 only
+    if constexpr (DJ_KIND == 3)
+        dj_zero(part);
+    for (int t = 0; t < kt_count; t++) {
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; kk++) {
+            if (kk == KSTEPS - 1) {
+                // The next tile must have landed, and every warp be done with the stage the
+                // copy issued below (at kk == 0 of the next step) overwrites.
+                dj_cp_wait<DJ_STAGES - 2>();
+                __syncthreads();
+                read_stage = read_stage + 1 == DJ_STAGES ? 0 : read_stage + 1;
+            }
+            if (kk < KSTEPS - 1 || t + 1 < kt_count)
+                dj_load_frags(frag[(kk + 1) % 2], sa + read_stage * DjTileA::ELEMS, sb + read_stage * DjTileB::ELEMS,
+                              (kk + 1) % KSTEPS * DJ_KSTEP, wm0, wn0, lane);
+            if (kk == 0) {
+                // This refills the stage read in step t - 1, which every warp finished before
+                // the barrier at the end of that step.
+                if (t + DJ_STAGES - 1 < kt_count)
+                    load(t + DJ_STAGES - 1);
+                dj_cp_commit();
+            }
+            if constexpr (DJ_KIND == 3)
+                dj_mma_frags(part, frag[kk % 2]);
+            else
+                dj_mma_frags(acc, frag[kk % 2]);
+        }
+        if constexpr (DJ_KIND == 3) {
+            // The tensor cores' fp32 accumulation rounds less carefully than an FADD; for fp32
+            // accuracy over long K each tile's products are summed apart and then added.
+#pragma unroll
+            for (int mi = 0; mi < DJ_MI; mi++)
+#pragma unroll
+                for (int ni = 0; ni < DJ_NI; ni++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        acc[mi][ni][e] += part[mi][ni][e];
+                        part[mi][ni][e] = 0.0f;
+                    }
+        }
+    }
+    dj_cp_wait<0>();
+
+    const int g = lane >> 2, tq = lane & 3;
+    if constexpr (DJ_SPLITK > 1) {
+        // Each split stores its partial tile; the last split to finish a tile sums all of
+        // them in split order (so the result does not depend on which split was last) and
+        // runs the epilogue. The arrival counters are zeroed by execute before the launch.
+        unsigned *const arrivals = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
+        float *const partials = (float *)(arrivals + DJ_SCRATCH_COUNTERS);
+        const dj_i64 tile_id = batch * DJ_TILES + tile;
+        auto partial = [&](int s, int r, int c) -> float * {
+            return partials + ((dj_i64)s * DJ_BATCH * DJ_TILES + tile_id) * (DJ_BM * DJ_BN) + r * DJ_BN + c;
+        };
+#pragma unroll
+        for (int mi = 0; mi < DJ_MI; mi++)
+#pragma unroll
+            for (int ni = 0; ni < DJ_NI; ni++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    *partial(split, wm0 + mi * 16 + g + (e >> 1) * 8, wn0 + ni * 8 + 2 * tq + (e & 1)) = acc[mi][ni][e];
+        __threadfence();
+        __syncthreads();
+        __shared__ unsigned last;
+        if (threadIdx.x == 0)
+            last = atomicAdd(arrivals + tile_id, 1u) == DJ_SPLITK - 1;
+        __syncthreads();
+        if (!last)
+            return;
+        __threadfence();
+#pragma unroll
+        for (int mi = 0; mi < DJ_MI; mi++)
+#pragma unroll
+            for (int ni = 0; ni < DJ_NI; ni++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int r = wm0 + mi * 16 + g + (e >> 1) * 8, c = wn0 + ni * 8 + 2 * tq + (e & 1);
+                    float sum = 0.0f;
+                    for (int s = 0; s < DJ_SPLITK; s++)
+                        sum += s == split ? acc[mi][ni][e] : dj_load_cg(partial(s, r, c));
+                    acc[mi][ni][e] = sum;
+                }
+    }
+    // A thread holds two neighbouring columns of each row it touches: the epilogue takes them
+    // together, so that outputs are written in 4- or 8-byte pieces.
+#pragma unroll
+    for (int mi = 0; mi < DJ_MI; mi++)
+#pragma unroll
+        for (int ni = 0; ni < DJ_NI; ni++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int row = m0 + wm0 + mi * 16 + g + h * 8;
+                const int col = n0 + wn0 + ni * 8 + 2 * tq;
+                if (row < DJ_M && col < DJ_N)
+                    dj_epilogue(batch, row, col, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], col + 1 < DJ_N, args);
+            }
+}

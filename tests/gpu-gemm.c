@@ -1,0 +1,175 @@
+/* GPU: the tensor-core GEMM engine, every plan heuristics A and B list (every tile, split-K
+ * and fp32 mode that supports the case), against the float64 reference on fresh random
+ * data with poisoned outputs: fp16, bf16 and fp32 inputs; odd sizes; A and B in row- and
+ * column-major order, padded and unaligned leading dimensions; broadcast batches; fused
+ * epilogues. Plans noted REDUCED_PRECISION (TF32) are held to 1e-3. Skipped (77) without a GPU. */
+#include "gpu_util.h"
+
+#include "gpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef enum layout { ROW, COL, ROW_PADDED, ROW_UNALIGNED } layout_t;
+
+typedef struct gemm_case {
+    const char *label;
+    dnnjit_data_type_t io;
+    int64_t batch_a, batch_b, m, n, k;
+    layout_t a_layout, b_layout;
+    enum { PLAIN, BIAS_RELU, ROW_BIAS_RESIDUAL, SCALE_CAST } epilogue;
+} gemm_case_t;
+
+/* Strides of a [batch, rows, cols] operand in the given layout. */
+static void strides_for(layout_t layout, int64_t rows, int64_t cols, int64_t stride[3])
+{
+    int64_t pitch = layout == ROW_PADDED ? cols + 8 : layout == ROW_UNALIGNED ? cols + 3 : cols;
+    if (layout == COL) {
+        stride[1] = 1;
+        stride[2] = rows;
+        stride[0] = rows * cols;
+    } else {
+        stride[2] = 1;
+        stride[1] = pitch;
+        stride[0] = rows * pitch;
+    }
+}
+
+static dnnjit_graph_t build_case(const gemm_case_t *c)
+{
+    dnnjit_graph_t g = tu_gpu_graph(c->io);
+    int64_t sa[3], sb[3];
+    strides_for(c->a_layout, c->m, c->k, sa);
+    strides_for(c->b_layout, c->k, c->n, sb);
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(c->batch_a, c->m, c->k), sa, 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(c->batch_b, c->k, c->n), sb, 0);
+    dnnjit_tensor_t y;
+    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &y));
+    int64_t batch = c->batch_a > c->batch_b ? c->batch_a : c->batch_b;
+    if (c->epilogue == BIAS_RELU) {
+        dnnjit_tensor_t bias = tu_tensor(g, "bias", 3, TU_DIMS(1, 1, c->n), NULL, 0);
+        TU_OK(dnnjit_graph_bias(g, "bias", y, bias, &y));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_RELU_FWD}, y, 0, 0, &y));
+    } else if (c->epilogue == ROW_BIAS_RESIDUAL) {
+        dnnjit_tensor_t bias = tu_tensor(g, "row_bias", 3, TU_DIMS(1, c->m, 1), NULL, 0);
+        dnnjit_tensor_t residual = tu_tensor(g, "residual", 3, TU_DIMS(batch, c->m, c->n), NULL, 0);
+        TU_OK(dnnjit_graph_bias(g, "bias", y, bias, &y));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_ADD}, y, residual, 0, &y));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_TANH_FWD}, y, 0, 0, &y));
+    } else if (c->epilogue == SCALE_CAST) {
+        /* alpha * (A @ B) stored as HALF whatever the inputs are. */
+        dnnjit_tensor_t alpha = tu_tensor(g, "alpha", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, y, alpha, 0, &y));
+        TU_OK(dnnjit_tensor_set_data_type(g, y, DNNJIT_DATA_TYPE_HALF));
+    }
+    TU_OK(dnnjit_tensor_set_output(g, y, true));
+    return g;
+}
+
+/* Runs the case's plans (the first `limit` of those modes A and B list, or all when limit
+ * is 0); returns how many were tensor-core GEMM plans. */
+static int run_case(const gemm_case_t *c, int64_t limit)
+{
+    static uint64_t rng = 0x243f6a8885a308d3ull;
+    static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
+    dnnjit_graph_t g = build_case(c);
+    TU_OK(dnnjit_graph_build(g, modes, 2));
+    int64_t plans = 0;
+    int gemm_plans = 0;
+    TU_OK(dnnjit_graph_get_plan_count(g, &plans));
+    for (int64_t p = 0; p < plans && (!limit || p < limit); p++) {
+        char *name = NULL;
+        uint32_t notes = 0;
+        TU_OK(dnnjit_graph_get_plan_name(g, p, &name));
+        TU_OK(dnnjit_graph_get_plan_behavior_notes(g, p, &notes));
+        TU_OK(dnnjit_graph_build_plan_at_index(g, p));
+        double tol = notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION ? 1e-3 : tu_tolerance(c->io);
+        if (c->epilogue == SCALE_CAST && tol < 1e-2)
+            tol = 1e-2; /* the output is HALF */
+        gpu_run_result_t r;
+        TU_OK(gpu_run_and_check(g, &rng, -1.0, 1.0, 0, &r));
+        printf("  %-34s %-44s rel %.3g (limit %g)\n", c->label, name, r.max_rel_error, tol);
+        if (!(r.max_rel_error < tol))
+            fail_msg("%s: plan %s: relative error %g exceeds %g", c->label, name, r.max_rel_error, tol);
+        gemm_plans += strncmp(name, "gemm_", 5) == 0;
+        dnnjit_free(name);
+    }
+    dnnjit_graph_destroy(g);
+    return gemm_plans;
+}
+
+/* The "every knob" cases run every plan listed (every tile, split-K and fp32 mode); the
+ * others the first few, as compiling each plan takes a while. */
+static void run_all(const gemm_case_t *cases, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (run_case(&cases[i], strncmp(cases[i].label, "every knob", 10) == 0 ? 0 : 4) == 0)
+            fail_msg("%s: no tensor-core GEMM plan was offered", cases[i].label);
+}
+
+static void half_and_bf16(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
+        {"every knob 200x136x8192 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 200, 136, 8192, ROW, COL, BIAS_RELU},
+        {"every knob 136x200x4096 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 136, 200, 4096, COL, ROW, PLAIN},
+        {"seed 000 half", DNNJIT_DATA_TYPE_HALF, 4, 4, 64, 64, 128, ROW, ROW, PLAIN},
+        {"1x1x1 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 1, 1, 1, ROW, ROW, PLAIN},
+        {"7x7x7 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 7, 7, 7, ROW, ROW, PLAIN},
+        {"77x1000x77 bf16 A col", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 77, 1000, 77, COL, ROW, PLAIN},
+        {"1000x77x1000 half B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 1000, 77, 1000, ROW, COL, BIAS_RELU},
+        {"4097x33x40 half both col", DNNJIT_DATA_TYPE_HALF, 1, 1, 4097, 33, 40, COL, COL, PLAIN},
+        {"33x4097x64 bf16 padded", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 33, 4097, 64, ROW_PADDED, ROW_PADDED, PLAIN},
+        {"130x70x99 half unaligned", DNNJIT_DATA_TYPE_HALF, 2, 2, 130, 70, 99, ROW_UNALIGNED, ROW_UNALIGNED, PLAIN},
+        {"batch bcast B half", DNNJIT_DATA_TYPE_HALF, 3, 1, 200, 136, 256, ROW, ROW, ROW_BIAS_RESIDUAL},
+        {"batch bcast A bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 5, 64, 200, 96, ROW, COL, BIAS_RELU},
+        {"split-K 64x64x8192 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 64, 64, 8192, ROW, ROW, BIAS_RELU},
+        {"split-K 100x90x6000 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 100, 90, 6000, COL, ROW, PLAIN},
+        {"512x512x512 bf16 scale cast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 512, 512, 512, ROW, ROW, SCALE_CAST},
+    };
+    run_all(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void float_inputs(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
+        {"every knob 200x136x8192 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 200, 136, 8192, ROW, ROW, BIAS_RELU},
+        {"7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 77, 1000, ROW, ROW, PLAIN},
+        {"1000x7x77 float A col", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 7, 77, COL, ROW, BIAS_RELU},
+        {"256x300x128 float B col", DNNJIT_DATA_TYPE_FLOAT, 2, 1, 256, 300, 128, ROW, COL, ROW_BIAS_RESIDUAL},
+        {"130x70x99 float unaligned", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 130, 70, 99, ROW_UNALIGNED, COL, PLAIN},
+        {"split-K 64x32x8192 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 64, 32, 8192, ROW, ROW, PLAIN},
+    };
+    run_all(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* A 4-D batch: A [2, 3, M, K] against B [2, 1, K, N] (B broadcast along the second axis). */
+static void four_d_batch(void **state)
+{
+    (void)state;
+    static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_A};
+    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
+    dnnjit_tensor_t a = tu_tensor(g, "A", 4, TU_DIMS(2, 3, 96, 80), NULL, 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 4, TU_DIMS(2, 1, 80, 72), NULL, 0), c;
+    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    tu_gpu_check(g, modes, 1, -1.0, 1.0, 1e-2, "4-D batch half");
+    char *name = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+    assert_int_equal(strncmp(name, "gemm_", 5), 0);
+    dnnjit_free(name);
+    dnnjit_graph_destroy(g);
+}
+
+int main(void)
+{
+    if (!tu_gpu_available())
+        return 77;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(half_and_bf16),
+        cmocka_unit_test(float_inputs),
+        cmocka_unit_test(four_d_batch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

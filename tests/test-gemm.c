@@ -1,0 +1,269 @@
+/* The tensor-core GEMM engine without a GPU: which groups and knobs it takes and refuses,
+ * the same source for the same plan, every knob compiling with NVRTC for sm_80 and sm_90a in
+ * every input type and operand order, the heuristics' order, split-K's workspace, and the
+ * TF32 plans' REDUCED_PRECISION note. Needs NVRTC; skipped without it. */
+#include "util.h"
+
+#include "engine/engine.h"
+#include "jit/jit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const dnnjit__engine_t dnnjit__engine_gemm;
+
+static const dnnjit__engine_t *const engine = &dnnjit__engine_gemm;
+
+typedef struct shape {
+    int64_t m, n, k, batch;
+    bool a_col, b_col;
+} shape_t;
+
+/* relu(A @ B + bias) over the given shape; A and B row- or column-major. */
+static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, dnnjit_data_type_t io, dnnjit_data_type_t compute, shape_t s)
+{
+    dnnjit_graph_t g = NULL;
+    TU_OK(dnnjit_graph_create(h,
+                              &(dnnjit_graph_attr_t){.name = "gemm",
+                                                     .io_data_type = io,
+                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
+                                                     .compute_data_type = compute},
+                              &g));
+    int64_t sa[3] = {s.m * s.k, s.a_col ? 1 : s.k, s.a_col ? s.m : 1};
+    int64_t sb[3] = {s.k * s.n, s.b_col ? 1 : s.n, s.b_col ? s.k : 1};
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(s.batch, s.m, s.k), sa, 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(s.batch, s.k, s.n), sb, 0);
+    dnnjit_tensor_t bias = tu_tensor(g, "bias", 3, TU_DIMS(1, 1, s.n), NULL, 0), c;
+    TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_graph_bias(g, "bias_add", c, bias, &c));
+    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "relu", .mode = DNNJIT_POINTWISE_RELU_FWD}, c,
+                                 0, 0, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    TU_OK(dnnjit_graph_validate(g));
+    return g;
+}
+
+static void compile_for(const dnnjit__kernel_t *k, const char *arch)
+{
+    void *cubin = NULL;
+    size_t size = 0;
+    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, NULL, &cubin, &size) != DNNJIT_STATUS_SUCCESS)
+        fail_msg("%s for %s: %s", k->entry, arch, dnnjit_last_error());
+    assert_true(size > 0);
+    free(cubin);
+}
+
+/* Every knob the engine takes for the graph's one group: generated twice to the same bytes
+ * and compiled for sm_80 (when it fits there) and sm_90a; split-K knobs differ from their
+ * unsplit twins in constants only, so one of them is compiled, for sm_90a. With all_knobs
+ * false, only the first knob. Returns how many knobs were taken. */
+static int check_knobs(dnnjit_graph_t g, bool all_knobs)
+{
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    assert_int_equal(p.group_count, 1);
+    const dnnjit__group_t *grp = &p.groups[0];
+    int taken = 0;
+    bool split_compiled = false;
+    for (int knob = 0; knob < engine->knob_count && (all_knobs || !taken); knob++) {
+        if (!engine->supports(g, grp, knob, "sm_90a", NULL, 0))
+            continue;
+        taken++;
+        dnnjit__kernel_t k1, k2;
+        TU_OK(engine->generate(g, &p, grp, knob, &k1));
+        TU_OK(engine->generate(g, &p, grp, knob, &k2));
+        assert_string_equal(k1.source, k2.source);
+        assert_true(engine->cost(g, grp, knob) > 0);
+        assert_true(k1.shared_bytes > 0 && k1.block[0] % 32 == 0);
+        char name[64];
+        engine->knob_name(knob, name, sizeof name);
+        bool split = strstr(name, "splitk") != NULL;
+        if (!split || !split_compiled)
+            compile_for(&k1, "sm_90a");
+        if (!split && engine->supports(g, grp, knob, "sm_80", NULL, 0))
+            compile_for(&k1, "sm_80");
+        split_compiled |= split;
+        dnnjit__kernel_free(&k1);
+        dnnjit__kernel_free(&k2);
+    }
+    dnnjit__partition_free(&p);
+    return taken;
+}
+
+static void every_knob_every_type(void **state)
+{
+    (void)state;
+    static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_BFLOAT16,
+                                               DNNJIT_DATA_TYPE_FLOAT};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        /* Long K over few tiles, so split-K knobs are taken too. */
+        dnnjit_graph_t g = gemm_graph(NULL, types[t], DNNJIT_DATA_TYPE_FLOAT, (shape_t){200, 136, 8192, 1, false, false});
+        int taken = check_knobs(g, true);
+        printf("%s: %d knobs compiled\n", dnnjit_data_type_name(types[t]), taken);
+        /* Five tiles, each unsplit and split; FLOAT also in TF32 (exact FLOAT takes the two
+         * tiles with small warp tiles). */
+        assert_true(taken >= (types[t] == DNNJIT_DATA_TYPE_FLOAT ? 14 : 10));
+        dnnjit_graph_destroy(g);
+    }
+}
+
+static void every_operand_order(void **state)
+{
+    (void)state;
+    static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (int order = 0; order < 4; order++) {
+            shape_t s = {77, 1000, 33, 2, order & 1, order >> 1 & 1};
+            dnnjit_graph_t g = gemm_graph(NULL, types[t], DNNJIT_DATA_TYPE_FLOAT, s);
+            assert_int_equal(check_knobs(g, false), 1);
+            dnnjit_graph_destroy(g);
+        }
+}
+
+/* The layout the generator describes follows the strides: a column-major A is read M-major. */
+static void source_follows_strides(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){64, 64, 64, 1, true, false});
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    dnnjit__kernel_t k;
+    TU_OK(engine->generate(g, &p, &p.groups[0], 0, &k));
+    assert_non_null(strstr(k.source, "DJ_A_KMAJOR = false"));
+    assert_non_null(strstr(k.source, "DJ_B_KMAJOR = false"));
+    assert_non_null(strstr(k.source, "DJ_M = 64LL, DJ_N = 64LL, DJ_K = 64LL"));
+    dnnjit__kernel_free(&k);
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
+}
+
+static void refusals(void **state)
+{
+    (void)state;
+    char why[200];
+    struct {
+        dnnjit_data_type_t io, compute;
+        const char *arch;
+        int knob;
+        const char *fragment;
+    } cases[] = {
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, "sm_75", 0, "sm_80"},
+        {DNNJIT_DATA_TYPE_DOUBLE, DNNJIT_DATA_TYPE_DOUBLE, "sm_90a", 0, "HALF, BFLOAT16 or FLOAT"},
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_HALF, "sm_90a", 0, "accumulates in FLOAT"},
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, "sm_90a", 1, "TF32 knob"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = gemm_graph(NULL, cases[i].io, cases[i].compute, (shape_t){64, 64, 64, 1, false, false});
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        why[0] = 0;
+        assert_false(engine->supports(g, &p.groups[0], cases[i].knob, cases[i].arch, why, sizeof why));
+        if (!strstr(why, cases[i].fragment))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, why, cases[i].fragment);
+        dnnjit__partition_free(&p);
+        dnnjit_graph_destroy(g);
+    }
+}
+
+/* The first plan of a mode, by name. */
+static char *first_plan(dnnjit_graph_t g, dnnjit_heur_mode_t mode)
+{
+    TU_OK(dnnjit_graph_create_execution_plans(g, &mode, 1));
+    char *name = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+    return name;
+}
+
+static void heuristics(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    struct {
+        dnnjit_data_type_t io;
+        shape_t shape;
+        const char *mode_a_prefix;
+    } cases[] = {
+        {DNNJIT_DATA_TYPE_BFLOAT16, {4096, 4096, 4096, 1, false, false}, "gemm_128x256x32"},
+        {DNNJIT_DATA_TYPE_HALF, {64, 64, 128, 4, false, false}, "gemm_64x64x32"},
+        {DNNJIT_DATA_TYPE_BFLOAT16, {64, 64, 8192, 1, false, false}, "gemm_64x64x32_w32x32_s4_splitk"},
+        {DNNJIT_DATA_TYPE_FLOAT, {1024, 1024, 1024, 1, false, false}, "gemm_"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = gemm_graph(h, cases[i].io, DNNJIT_DATA_TYPE_FLOAT, cases[i].shape);
+        char *a = first_plan(g, DNNJIT_HEUR_MODE_A);
+        if (strncmp(a, cases[i].mode_a_prefix, strlen(cases[i].mode_a_prefix)) != 0)
+            fail_msg("case %zu: mode A chose %s, expected %s...", i, a, cases[i].mode_a_prefix);
+        /* Exact plans before TF32 ones in mode A, and only TF32 plans carry the note. */
+        uint32_t notes = 0;
+        TU_OK(dnnjit_graph_get_plan_behavior_notes(g, 0, &notes));
+        assert_int_equal(notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION, 0);
+        int64_t count = 0;
+        TU_OK(dnnjit_graph_get_plan_count(g, &count));
+        bool seen_tf32 = false;
+        for (int64_t p = 0; p < count; p++) {
+            char *name = NULL;
+            TU_OK(dnnjit_graph_get_plan_name(g, p, &name));
+            TU_OK(dnnjit_graph_get_plan_behavior_notes(g, p, &notes));
+            bool tf32 = strstr(name, "_tf32") != NULL;
+            assert_int_equal(tf32, (notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION) != 0);
+            if (seen_tf32 && !tf32 && strncmp(name, "gemm_", 5) == 0)
+                fail_msg("exact plan %s ranked after a TF32 plan", name);
+            seen_tf32 |= tf32;
+            assert_true(cases[i].io == DNNJIT_DATA_TYPE_FLOAT || !tf32);
+            dnnjit_free(name);
+        }
+        /* Mode B ranks by the cost model: its first plan is a tensor-core one. */
+        char *b = first_plan(g, DNNJIT_HEUR_MODE_B);
+        assert_int_equal(strncmp(b, "gemm_", 5), 0);
+        dnnjit_free(a);
+        dnnjit_free(b);
+        dnnjit_graph_destroy(g);
+    }
+    dnnjit_handle_destroy(h);
+}
+
+/* A split-K plan needs workspace for its partial sums; building it (deviceless) makes
+ * get_workspace_size say so. */
+static void split_k_workspace(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    dnnjit_graph_t g = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){64, 64, 8192, 1, false, false});
+    dnnjit_heur_mode_t mode = DNNJIT_HEUR_MODE_A;
+    TU_OK(dnnjit_graph_build(g, &mode, 1));
+    char *name = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+    int split = 0;
+    const char *at = strstr(name, "splitk");
+    assert_non_null(at);
+    assert_int_equal(sscanf(at, "splitk%d", &split), 1);
+    int64_t size = 0;
+    TU_OK(dnnjit_graph_get_workspace_size(g, &size));
+    /* One arrival counter padded to 256 bytes, then a 64x64 fp32 partial per split. */
+    assert_int_equal(size, 256 + (int64_t)split * 64 * 64 * 4);
+    dnnjit_free(name);
+    dnnjit_graph_destroy(g);
+    dnnjit_handle_destroy(h);
+}
+
+int main(void)
+{
+    if (dnnjit__nvrtc_load() != DNNJIT_STATUS_SUCCESS) {
+        printf("skipped: %s\n", dnnjit_last_error());
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(source_follows_strides),
+        cmocka_unit_test(heuristics),
+        cmocka_unit_test(split_k_workspace),
+        cmocka_unit_test(every_operand_order),
+        cmocka_unit_test(every_knob_every_type),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
