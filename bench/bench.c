@@ -95,7 +95,7 @@ static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pa
     CU(cu->cuEventCreate(&start, 0));
     CU(cu->cuEventCreate(&stop, 0));
     for (int i = 0; i < 10; i++)
-        CHECK(dnnjit_graph_execute(g, pack, n, NULL, NULL));
+        CHECK(dnnjit_graph_execute(g, pack, n, workspace, NULL));
     double *samples = malloc(sizeof *samples * (size_t)repeats);
     for (int r = 0; r < repeats; r++) {
         CU(cu->cuEventRecord(start, NULL));
@@ -333,11 +333,19 @@ static size_t row_bench_buffers(dnnjit_graph_t g, dnnjit_variant_t *pack, dnnjit
     return n;
 }
 
-/* Times plan `index` (built here); prints nothing. */
+/* Times plan `index` (built here) with the workspace it needs; prints nothing. */
 static double row_bench_time(dnnjit_graph_t g, int64_t index, const dnnjit_variant_t *pack, size_t n)
 {
     CHECK(dnnjit_graph_build_plan_at_index(g, index));
-    return device_us_per_call(g, pack, n, 20, 15);
+    int64_t ws_size;
+    CHECK(dnnjit_graph_get_workspace_size(g, &ws_size));
+    dnnjit__cu_deviceptr_t ws = 0;
+    if (ws_size)
+        CU(dnnjit__cuda()->cuMemAlloc(&ws, (size_t)ws_size));
+    double us = device_us_per_call_ws(g, pack, n, (void *)(uintptr_t)ws, 20, 15);
+    if (ws)
+        dnnjit__cuda()->cuMemFree(ws);
+    return us;
 }
 
 static void row_bench_case(dnnjit_handle_t h, row_bench_op_t op, int64_t rows, int64_t cols, dnnjit_data_type_t io,

@@ -78,11 +78,26 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     return chunks_of(pb, kn) * per_chunk;
 }
 
+/* Arrival counters of a column-summing norm backward (one per strip, rounded to 256
+ * bytes), and its whole scratch: the counters, then each segment's sums of each strip. */
+static int64_t scratch_counters(const dnnjit__rows_problem_t *pb)
+{
+    int64_t strips = (pb->geo.cols + pb->strip - 1) / pb->strip;
+    return pb->column_role && pb->segments > 1 ? (strips + 63) / 64 * 64 : 0;
+}
+
+static int64_t scratch_bytes(const dnnjit__rows_problem_t *pb)
+{
+    int64_t strips = (pb->geo.cols + pb->strip - 1) / pb->strip;
+    return scratch_counters(pb) ? scratch_counters(pb) * 4 + strips * pb->segments * 2 * pb->strip * 4 : 0;
+}
+
 static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
                           size_t why_size)
 {
     (void)arch;
     dnnjit__rows_problem_t pb;
+    dnnjit__kernel_t slots = {0};
     char reason[200] = "";
     if (knob < 0 || knob >= KNOB_COUNT) {
         snprintf(reason, sizeof reason, "unknown knob");
@@ -90,7 +105,8 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         snprintf(reason, sizeof reason, "the group is not a row group");
     } else if (dnnjit__node_compute_type(g, pb.op) == DNNJIT_DATA_TYPE_DOUBLE) {
         snprintf(reason, sizeof reason, "the rows engine computes in float, not DOUBLE");
-    } else if (!dnnjit__kernel_assign_slots(g, grp, &(dnnjit__kernel_t){0})) {
+    } else if (!dnnjit__kernel_assign_slots(g, grp, &slots) ||
+               (scratch_bytes(&pb) && slots.tensor_count == DNNJIT__MAX_KERNEL_TENSORS)) {
         snprintf(reason, sizeof reason, "the group touches more tensors or scalars than a kernel takes");
     } else if (pb.geo.cols > INT_MAX / 2) {
         snprintf(reason, sizeof reason, "rows of %lld elements are longer than the engine indexes",
@@ -189,7 +205,7 @@ static const char *template_of(dnnjit_op_t op)
 }
 
 /* The op's own constants (see its template). */
-static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t *pb)
+static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t *pb, const dnnjit__kernel_t *k)
 {
     const dnnjit__node_t *n = pb->op;
     switch (n->op) {
@@ -206,8 +222,12 @@ static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t
         dnnjit__sb_printf(sb, "constexpr bool DJ_CENTER = %s;\n", n->op == DNNJIT_OP_LAYERNORM ? "true" : "false");
         break;
     default:
-        dnnjit__sb_printf(sb, "constexpr bool DJ_CENTER = %s;\nconstexpr int DJ_STRIP = %d;\n",
-                          n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->strip);
+        dnnjit__sb_printf(sb,
+                          "constexpr bool DJ_CENTER = %s;\nconstexpr int DJ_STRIP = %d;\nconstexpr int DJ_SEGMENTS = %lld;\n"
+                          "constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n"
+                          "constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
+                          n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->strip, (long long)pb->segments,
+                          (long long)pb->seg_rows, k->scratch_slot, (long long)scratch_counters(pb));
         break;
     }
 }
@@ -223,7 +243,12 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "rows engine: the group of %s \"%s\" is not supported",
                             dnnjit__op_label(g->nodes[grp->first_node].op), g->nodes[grp->first_node].name);
     const knob_t *kn = &knobs[knob];
-    int64_t col_blocks = pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip : 0;
+    int64_t col_blocks = pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments : 0;
+    if (scratch_bytes(&pb)) {
+        k->scratch_slot = k->tensor_count;
+        k->scratch_bytes = scratch_bytes(&pb);
+        k->scratch_zero_bytes = scratch_counters(&pb) * 4;
+    }
     int64_t row_blocks = (pb.geo.rows + kn->rpb - 1) / kn->rpb;
     row_blocks = row_blocks < MAX_ROW_BLOCKS ? row_blocks : MAX_ROW_BLOCKS;
 
@@ -238,7 +263,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "constexpr unsigned DJ_COL_BLOCKS = %lldu;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)col_blocks);
-    emit_op_constants(&sb, &pb);
+    emit_op_constants(&sb, &pb, k);
     dnnjit__sb_append(&sb, "\n");
     dnnjit__sb_append(&sb, dnnjit__template("rows_common.cuh"));
     dnnjit__sb_append(&sb, "\n// ---- accessors and ports ----\n");

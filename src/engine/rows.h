@@ -39,6 +39,8 @@ typedef struct dnnjit__rows_problem {
     int passes;        /* passes over the full inputs */
     bool column_role;  /* norm backward with DSCALE or DBIAS to sum over the rows */
     int strip;         /* columns per block of the per-column work */
+    int64_t segments;  /* blocks per strip, each summing seg_rows rows (their sums meet in */
+    int64_t seg_rows;  /* the kernel's scratch when there are several) */
 } dnnjit__rows_problem_t;
 
 /* Describes a row group; false when the group is not one. */

@@ -118,9 +118,17 @@ bool dnnjit__rows_problem(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__
     pb->column_role = backward_norm && (dnnjit__rows_writes(grp, pb->op->out[1]) ||
                                         dnnjit__rows_writes(grp, pb->op->out[2]));
     pb->vec = vector_width(pb);
-    /* A strip is at least one vector and 32 bytes (a memory sector) of each row of DY. */
+    /* A strip is at least one vector and 32 bytes (a memory sector) of each row of DY.
+     * Strips split into segments of rows until the column blocks cover an H200 (132 SMs)
+     * twice, each segment at least 64 rows, at most 64 segments. */
     int sector = (int)(32 / dnnjit_data_type_size(dnnjit__tensor(g, pb->op->in[0])->resolved_type));
     pb->strip = pb->vec > sector ? pb->vec : sector;
+    int64_t strips = (pb->geo.cols + pb->strip - 1) / pb->strip, rows = pb->geo.rows;
+    int64_t segments = (2 * 132 + strips - 1) / strips, most = (rows + 63) / 64;
+    segments = segments < most ? segments : most;
+    segments = segments < 64 ? segments : 64;
+    pb->seg_rows = (rows + segments - 1) / segments;
+    pb->segments = (rows + pb->seg_rows - 1) / pb->seg_rows;
     return true;
 }
 

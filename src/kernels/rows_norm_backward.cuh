@@ -1,11 +1,15 @@
 // Rows engine, layer norm (DJ_CENTER) and RMS norm backward from the saved statistics.
 // Row blocks compute, per row, with g = dy * scale and xhat = (x - mean) * inv_var:
 //   dx = inv_var * (g - mean(g) - xhat * mean(g * xhat))   (no mean(g) term for RMS norm)
-// When the group writes DSCALE or DBIAS, the first DJ_COL_BLOCKS blocks each own a strip
-// of DJ_STRIP columns and sum dscale = dy * xhat and dbias = dy over every row, the rows
-// split among the block's threads and their partial sums added in a fixed tree, so that
-// no atomics are needed and the result is deterministic. They come first so that they
-// start with the row blocks rather than after them. MEAN reads 0 for RMS norm.
+// When the group writes DSCALE or DBIAS, the first DJ_COL_BLOCKS blocks sum
+// dscale = dy * xhat and dbias = dy over the rows: block b owns strip b / DJ_SEGMENTS of
+// DJ_STRIP columns and segment b % DJ_SEGMENTS of DJ_SEG_ROWS rows, split among its threads,
+// whose sums add up in a fixed tree. With several segments, each stores its sums in the
+// scratch (DjArgs.ptr[DJ_SCRATCH_SLOT]: DJ_SCRATCH_COUNTERS arrival counters, which execute
+// zeroes, then the sums), and the segment that arrives last at its strip adds the strip's
+// sums in segment order: no float atomics, so the result is deterministic. The column
+// blocks come first so that they start with the row blocks rather than after them. MEAN
+// reads 0 for RMS norm.
 
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
@@ -73,15 +77,18 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
     constexpr int ROW_LANES = DJ_BLOCK / LANES;
     static_assert(LANES * V == DJ_STRIP && ROW_LANES * LANES == DJ_BLOCK, "strip layout");
     __shared__ float part[DJ_BLOCK];
-    const int col = (int)blockIdx.x * DJ_STRIP + (int)(threadIdx.x % LANES) * V;
+    const int strip = (int)blockIdx.x / DJ_SEGMENTS, segment = (int)blockIdx.x % DJ_SEGMENTS;
+    const int lane = (int)threadIdx.x % LANES, col = strip * DJ_STRIP + lane * V;
     const bool inside = col < DJ_COLS;
+    const dj_i64 first_row = (dj_i64)segment * DJ_SEG_ROWS;
+    const dj_i64 end_row = first_row + DJ_SEG_ROWS < DJ_ROWS ? first_row + DJ_SEG_ROWS : DJ_ROWS;
     float dscale[V], dbias[V];
 #pragma unroll
     for (int e = 0; e < V; e++)
         dscale[e] = dbias[e] = 0.0f;
     if (inside) {
 #pragma unroll 4
-        for (dj_i64 row = threadIdx.x / LANES; row < DJ_ROWS; row += ROW_LANES) {
+        for (dj_i64 row = first_row + threadIdx.x / LANES; row < end_row; row += ROW_LANES) {
             float dy[V], x[V];
             dj_in_DY<V>(row, col, dy, args, false);
             dj_in_X<V>(row, col, x, args, false);
@@ -98,7 +105,39 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
         dscale[e] = dj_col_sum<LANES>(dscale[e], part);
         dbias[e] = dj_col_sum<LANES>(dbias[e], part);
     }
-    if (inside && threadIdx.x < LANES) {
+    if constexpr (DJ_SEGMENTS > 1) {
+        unsigned *const arrivals = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
+        float *const sums = (float *)(arrivals + DJ_SCRATCH_COUNTERS) + (dj_i64)strip * DJ_SEGMENTS * 2 * DJ_STRIP;
+        if ((int)threadIdx.x < LANES) {
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                sums[(2 * segment) * DJ_STRIP + lane * V + e] = dscale[e];
+                sums[(2 * segment + 1) * DJ_STRIP + lane * V + e] = dbias[e];
+            }
+        }
+        __threadfence();
+        __syncthreads();
+        __shared__ unsigned last;
+        if (threadIdx.x == 0)
+            last = atomicAdd(arrivals + strip, 1u) == DJ_SEGMENTS - 1;
+        __syncthreads();
+        if (!last)
+            return;
+        __threadfence();
+        if ((int)threadIdx.x < LANES) {
+            // Volatile: the other segments' sums come from other SMs, past this one's L1.
+            const volatile float *const all = sums;
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                dscale[e] = dbias[e] = 0.0f;
+                for (int s = 0; s < DJ_SEGMENTS; s++) {
+                    dscale[e] += all[(2 * s) * DJ_STRIP + lane * V + e];
+                    dbias[e] += all[(2 * s + 1) * DJ_STRIP + lane * V + e];
+                }
+            }
+        }
+    }
+    if (inside && (int)threadIdx.x < LANES) {
         dj_pout_DSCALE<V>(col, dscale, args);
         dj_pout_DBIAS<V>(col, dbias, args);
     }
