@@ -216,7 +216,7 @@ static void reductions_all(void **state)
 }
 
 /* Rows too long for registers at fewer threads (block-wide and stream plans), few of
- * them, every plan. */
+ * them (split plans for reductions), every plan. */
 static void long_rows(void **state)
 {
     (void)state;
@@ -228,6 +228,8 @@ static void long_rows(void **state)
     norm_backward(DNNJIT_DATA_TYPE_FLOAT, 300, 1024, true, true, true);
     softmax_backward(DNNJIT_DATA_TYPE_HALF, 4, 40000, true);
     reduction(DNNJIT_DATA_TYPE_FLOAT, 3, 300000, DNNJIT_REDUCTION_NORM2, true);
+    reduction(DNNJIT_DATA_TYPE_HALF, 1, 4000000, DNNJIT_REDUCTION_AMAX, true);
+    reduction(DNNJIT_DATA_TYPE_BFLOAT16, 2, 1000000, DNNJIT_REDUCTION_AVG, false);
 }
 
 /* ---- fused groups ------------------------------------------------------------------ */

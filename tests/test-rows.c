@@ -413,16 +413,19 @@ static int knob_named(const char *name)
     return -1;
 }
 
-/* The first knob (table order, as mode A lists them) the engine supports for g's only
- * group, as a name. */
+/* The knob mode A lists first for g's only group (the supported one of lowest rule, table
+ * order among equals), as a name. */
 static void first_knob(dnnjit_graph_t g, char *name, size_t size)
 {
     dnnjit__partition_t p = partition(g);
     assert_int_equal(p.group_count, 1);
-    *name = '\0';
-    for (int k = 0; k < engine->knob_count && !*name; k++)
-        if (engine->supports(g, &p.groups[0], k, "sm_90a", NULL, 0))
-            engine->knob_name(k, name, size);
+    int best = -1;
+    for (int k = 0; k < engine->knob_count; k++)
+        if (engine->supports(g, &p.groups[0], k, "sm_90a", NULL, 0) &&
+            (best < 0 || engine->rule(g, &p.groups[0], k) < engine->rule(g, &p.groups[0], best)))
+            best = k;
+    assert_true(best >= 0);
+    engine->knob_name(best, name, size);
     dnnjit__partition_free(&p);
 }
 
@@ -655,6 +658,42 @@ static void launch_shape_and_source(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* Few long rows of a reduction split into segments: 3 rows of 300000 floats want 88
+ * segments each to fill the GPU, but a segment keeps at least 4 chunks of 1024 x 4 per
+ * thread: 300000 / 16384 = 18 segments, of 16667 columns rounded up to 20480, which makes
+ * 15 segments and 45 blocks; mode A puts the split plan first. Many rows split nothing. */
+static void split_rows(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = op_graph(NULL, OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 3, 300000, DNNJIT_REDUCTION_NORM2);
+    char name[64];
+    first_knob(g, name, sizeof name);
+    assert_string_equal(name, "t1024_r1_vec_split");
+    dnnjit__kernel_t k = generate(g, knob_named(name));
+    assert_int_equal(k.grid[0], 45);
+    assert_non_null(strstr(k.source, "constexpr int DJ_SPLIT = 15;"));
+    assert_non_null(strstr(k.source, "constexpr int DJ_SEG_COLS = 20480;"));
+    assert_int_equal(k.scratch_slot, k.tensor_count);
+    assert_int_equal(k.scratch_zero_bytes, 64 * 4);
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 3 * 15 * 4);
+    dnnjit__kernel_free(&k);
+    dnnjit_graph_destroy(g);
+
+    g = op_graph(NULL, OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 264, 300000, 0);
+    dnnjit__partition_t p = partition(g);
+    char why[200] = "";
+    assert_false(engine->supports(g, &p.groups[0], knob_named("t1024_r1_vec_split"), "sm_90a", why, sizeof why));
+    assert_non_null(strstr(why, "264 rows keep the GPU busy"));
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
+    g = op_graph(NULL, OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 3, 300000, 0);
+    p = partition(g);
+    assert_false(engine->supports(g, &p.groups[0], knob_named("t1024_r1_vec_split"), "sm_90a", why, sizeof why));
+    assert_non_null(strstr(why, "only a one-pass op"));
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
+}
+
 /* The residual add's result is stored once, on the pass that reads x and r; the norm's
  * output and statistics are stored. */
 static void prologue_stores_on_the_first_pass(void **state)
@@ -810,20 +849,21 @@ static void every_template_knob_and_type_compiles(void **state)
     /* The other knobs: the first row length (from short to long) that each supports. */
     static const int64_t lengths[] = {1, 7, 8, 16, 32, 64, 256, 1000, 2048, 4096, 8192, 16384, 32768, 65536, 262144};
     for (int knob = 0; knob < engine->knob_count; knob++) {
-        for (size_t l = 0; l < sizeof lengths / sizeof lengths[0] && !knob_done[knob]; l++) {
-            op_case_t op = (op_case_t)(knob % OP_CASE_COUNT);
-            dnnjit_graph_t g = op_graph(NULL, op, io_types[knob % IO_TYPE_COUNT], 3, lengths[l], knob);
-            dnnjit__partition_t p = partition(g);
-            bool ok = engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0);
-            dnnjit__partition_free(&p);
-            if (!ok) {
-                dnnjit_graph_destroy(g);
-                continue;
+        for (int o = 0; o < OP_CASE_COUNT && !knob_done[knob]; o++)
+            for (size_t l = 0; l < sizeof lengths / sizeof lengths[0] && !knob_done[knob]; l++) {
+                op_case_t op = (op_case_t)((knob + o) % OP_CASE_COUNT);
+                dnnjit_graph_t g = op_graph(NULL, op, io_types[knob % IO_TYPE_COUNT], 3, lengths[l], knob);
+                dnnjit__partition_t p = partition(g);
+                bool ok = engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0);
+                dnnjit__partition_free(&p);
+                if (!ok) {
+                    dnnjit_graph_destroy(g);
+                    continue;
+                }
+                knob_done[knob] = true;
+                snprintf(label, sizeof label, "%s %lld", op_names[op], (long long)lengths[l]);
+                add_jobs(&list, g, knob, label);
             }
-            knob_done[knob] = true;
-            snprintf(label, sizeof label, "%s %lld", op_names[op], (long long)lengths[l]);
-            add_jobs(&list, g, knob, label);
-        }
         char name[64];
         engine->knob_name(knob, name, sizeof name);
         if (!knob_done[knob])
@@ -971,6 +1011,7 @@ int main(void)
         cmocka_unit_test(plan_lists),
         cmocka_unit_test(launch_shape_and_source),
         cmocka_unit_test(prologue_stores_on_the_first_pass),
+        cmocka_unit_test(split_rows),
         cmocka_unit_test_setup(every_template_knob_and_type_compiles, need_nvrtc),
         cmocka_unit_test_setup(fused_and_strided_groups_compile, need_nvrtc),
     };

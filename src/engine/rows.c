@@ -21,21 +21,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* How a plan reads its rows. */
+typedef enum how {
+    REGISTERS, /* once, keeping the full inputs in registers across the op's passes */
+    STREAM,    /* once per pass (rows too long for registers) */
+    SPLIT,     /* one-pass ops: each row cut into segments that different blocks reduce */
+} how_t;
+
 typedef struct knob {
     int tpr;     /* threads per row */
     int rpb;     /* rows per block */
     bool vector; /* DJ_VEC-element accesses (else one element at a time) */
-    bool stream; /* read the full inputs once per pass instead of keeping them in registers */
+    how_t how;
 } knob_t;
 
 static const knob_t knobs[] = {
-    {1, 128, true, false},     {1, 128, false, false},    {4, 32, true, false},      {4, 32, false, false},
-    {8, 16, true, false},      {8, 16, false, false},     {16, 8, true, false},      {16, 8, false, false},
-    {32, 4, true, false},      {32, 4, false, false},     {32, 8, true, false},      {32, 8, false, false},
-    {64, 2, true, false},      {64, 2, false, false},     {128, 1, true, false},     {128, 1, false, false},
-    {256, 1, true, false},     {256, 1, false, false},    {512, 1, true, false},     {512, 1, false, false},
-    {1024, 1, true, false},    {1024, 1, false, false},   {1024, 1, true, true},     {1024, 1, false, true},
-    {256, 1, true, true},      {256, 1, false, true},
+    {1, 128, true, REGISTERS},   {1, 128, false, REGISTERS},  {4, 32, true, REGISTERS},    {4, 32, false, REGISTERS},
+    {8, 16, true, REGISTERS},    {8, 16, false, REGISTERS},   {16, 8, true, REGISTERS},    {16, 8, false, REGISTERS},
+    {32, 4, true, REGISTERS},    {32, 4, false, REGISTERS},   {32, 8, true, REGISTERS},    {32, 8, false, REGISTERS},
+    {64, 2, true, REGISTERS},    {64, 2, false, REGISTERS},   {128, 1, true, REGISTERS},   {128, 1, false, REGISTERS},
+    {256, 1, true, REGISTERS},   {256, 1, false, REGISTERS},  {512, 1, true, REGISTERS},   {512, 1, false, REGISTERS},
+    {1024, 1, true, REGISTERS},  {1024, 1, false, REGISTERS}, {1024, 1, true, STREAM},     {1024, 1, false, STREAM},
+    {256, 1, true, STREAM},      {256, 1, false, STREAM},     {1024, 1, true, SPLIT},      {1024, 1, false, SPLIT},
+    {256, 1, true, SPLIT},       {256, 1, false, SPLIT},
 };
 
 enum {
@@ -45,6 +53,8 @@ enum {
     ROW_REGISTERS = 32,
     /* The grid loops over the rows, so it can stay well below the hardware limit. */
     MAX_ROW_BLOCKS = 1 << 20,
+    /* Work items (rows or row segments) that keep an H200's 132 SMs busy twice over. */
+    BUSY_ITEMS = 2 * 132,
 };
 
 static int vec_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
@@ -52,17 +62,34 @@ static int vec_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     return kn->vector ? pb->vec : 1;
 }
 
-/* V-element chunks of a row each thread covers. */
+/* Segments a split plan cuts each row into (enough work items to keep the GPU busy, each
+ * segment at least four chunks per thread), and the columns of each; 1 and the row length
+ * for other plans. */
+static int64_t split_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *seg_cols)
+{
+    int64_t per_pass = (int64_t)kn->tpr * vec_of(pb, kn), cols = pb->geo.cols;
+    int64_t want = (BUSY_ITEMS + pb->geo.rows - 1) / pb->geo.rows, most = cols / (4 * per_pass);
+    int64_t split = kn->how != SPLIT ? 1 : want < most ? want : most;
+    if (split < 2) {
+        *seg_cols = cols;
+        return kn->how == SPLIT ? split : 1;
+    }
+    *seg_cols = ((cols + split - 1) / split + per_pass - 1) / per_pass * per_pass;
+    return (cols + *seg_cols - 1) / *seg_cols;
+}
+
+/* V-element chunks of a row (or segment) each thread covers. */
 static int64_t chunks_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    int64_t per_pass = (int64_t)kn->tpr * vec_of(pb, kn);
-    return (pb->geo.cols + per_pass - 1) / per_pass;
+    int64_t per_pass = (int64_t)kn->tpr * vec_of(pb, kn), seg_cols;
+    split_of(pb, kn, &seg_cols);
+    return (seg_cols + per_pass - 1) / per_pass;
 }
 
 /* Whether the op's full inputs stay in registers across its passes. */
 static bool in_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    return !kn->stream && pb->kept_inputs > 0;
+    return kn->how == REGISTERS && pb->kept_inputs > 0;
 }
 
 /* 32-bit registers a thread of a register plan keeps its share of the row in: per chunk,
@@ -78,18 +105,21 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     return chunks_of(pb, kn) * per_chunk;
 }
 
-/* Arrival counters of a column-summing norm backward (one per strip, rounded to 256
- * bytes), and its whole scratch: the counters, then each segment's sums of each strip. */
-static int64_t scratch_counters(const dnnjit__rows_problem_t *pb)
+/* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
+ * then partial results: a norm backward's column sums per strip and row segment, or a
+ * split row's per segment. No scratch: both 0. */
+static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
-    int64_t strips = (pb->geo.cols + pb->strip - 1) / pb->strip;
-    return pb->column_role && pb->segments > 1 ? (strips + 63) / 64 * 64 : 0;
-}
-
-static int64_t scratch_bytes(const dnnjit__rows_problem_t *pb)
-{
-    int64_t strips = (pb->geo.cols + pb->strip - 1) / pb->strip;
-    return scratch_counters(pb) ? scratch_counters(pb) * 4 + strips * pb->segments * 2 * pb->strip * 4 : 0;
+    int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
+    if (pb->column_role && pb->segments > 1) {
+        count = (pb->geo.cols + pb->strip - 1) / pb->strip;
+        values = count * pb->segments * 2 * pb->strip;
+    } else if (split > 1) {
+        count = pb->geo.rows;
+        values = pb->geo.rows * split;
+    }
+    *counters = (count + 63) / 64 * 64;
+    *bytes = count ? *counters * 4 + values * 4 : 0;
 }
 
 static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
@@ -105,8 +135,7 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         snprintf(reason, sizeof reason, "the group is not a row group");
     } else if (dnnjit__node_compute_type(g, pb.op) == DNNJIT_DATA_TYPE_DOUBLE) {
         snprintf(reason, sizeof reason, "the rows engine computes in float, not DOUBLE");
-    } else if (!dnnjit__kernel_assign_slots(g, grp, &slots) ||
-               (scratch_bytes(&pb) && slots.tensor_count == DNNJIT__MAX_KERNEL_TENSORS)) {
+    } else if (!dnnjit__kernel_assign_slots(g, grp, &slots)) {
         snprintf(reason, sizeof reason, "the group touches more tensors or scalars than a kernel takes");
     } else if (pb.geo.cols > INT_MAX / 2) {
         snprintf(reason, sizeof reason, "rows of %lld elements are longer than the engine indexes",
@@ -114,18 +143,30 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     } else {
         const knob_t *kn = &knobs[knob];
         int vec = vec_of(&pb, kn);
-        int64_t vectors = (pb.geo.cols + vec - 1) / vec;
-        int64_t registers = row_registers(&pb, kn);
-        if (kn->vector && pb.vec == 1)
+        int64_t vectors = (pb.geo.cols + vec - 1) / vec, seg_cols, counters, scratch;
+        int64_t registers = row_registers(&pb, kn), split = split_of(&pb, kn, &seg_cols);
+        scratch_of(&pb, kn, &counters, &scratch);
+        bool in_regs = kn->how == REGISTERS;
+        if (scratch && slots.tensor_count == DNNJIT__MAX_KERNEL_TENSORS)
+            snprintf(reason, sizeof reason, "the group leaves no kernel argument for the scratch");
+        else if (kn->vector && pb.vec == 1)
             snprintf(reason, sizeof reason, "vector access needs a row length and row starts that are multiples "
                                             "of a 16-byte vector");
         else if (kn->tpr > vectors)
             snprintf(reason, sizeof reason, "%d threads per row would idle on rows of %lld vectors", kn->tpr,
                      (long long)vectors);
-        else if (!kn->stream && registers > ROW_REGISTERS)
+        else if (kn->how == SPLIT && pb.kept_inputs > 0)
+            snprintf(reason, sizeof reason, "only a one-pass op (a reduction) splits its rows");
+        else if (kn->how == SPLIT && pb.geo.rows >= BUSY_ITEMS)
+            snprintf(reason, sizeof reason, "%lld rows keep the GPU busy without splitting them",
+                     (long long)pb.geo.rows);
+        else if (kn->how == SPLIT && split < 2)
+            snprintf(reason, sizeof reason, "rows of %lld vectors are too short to split at %d threads", (long long)vectors,
+                     kn->tpr);
+        else if (in_regs && registers > ROW_REGISTERS)
             snprintf(reason, sizeof reason, "the row needs %lld registers per thread at %d threads per row (at most "
                      "%d; a stream plan reads it in passes)", (long long)registers, kn->tpr, ROW_REGISTERS);
-        else if (kn->stream && registers <= ROW_REGISTERS)
+        else if (kn->how == STREAM && registers <= ROW_REGISTERS)
             snprintf(reason, sizeof reason, "the row fits in registers at %d threads per row, which reads it once",
                      kn->tpr);
     }
@@ -137,7 +178,17 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
 static void rows_knob_name(int knob, char *buf, size_t size)
 {
     const knob_t *kn = &knobs[knob];
-    snprintf(buf, size, "t%d_r%d_%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar", kn->stream ? "_stream" : "");
+    snprintf(buf, size, "t%d_r%d_%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
+             kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : "");
+}
+
+/* Mode A: table order, except that split plans (supported only for few long rows, which
+ * would otherwise leave most of the GPU idle) come first. */
+static double rows_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
+{
+    (void)g;
+    (void)grp;
+    return knobs[knob].how == SPLIT ? knob - KNOB_COUNT : knob;
 }
 
 static double tensor_bytes(dnnjit_graph_t g, dnnjit_tensor_t id)
@@ -164,7 +215,7 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
         if (i < grp->input_count && dnnjit__rows_view(&pb, dnnjit__tensor(g, id)).access != DNNJIT__ROWS_ROWCONST)
             row_inputs += tensor_bytes(g, id);
     }
-    if (kn->stream) {
+    if (kn->how == STREAM) {
         /* Later passes hit L2 while the rows in flight fit in it: blocks of a plan fill an
          * SM up to 2048 threads, on 132 SMs, against about 40 of the 50 MB. */
         double resident_rows = 132.0 * (2048 / (kn->tpr * kn->rpb)) * kn->rpb;
@@ -179,7 +230,8 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     /* Bytes each thread has in flight at once: its whole row share in registers, else up
      * to four chunks; about 4 MB across the GPU covers the latency. */
     double element = (double)dnnjit_data_type_size(dnnjit__tensor(g, pb.op->in[0])->resolved_type);
-    double threads = (double)pb.geo.rows * kn->tpr;
+    int64_t seg_cols;
+    double threads = (double)pb.geo.rows * (double)split_of(&pb, kn, &seg_cols) * kn->tpr;
     threads = threads < 132.0 * 2048 ? threads : 132.0 * 2048;
     double in_flight = threads * (in_registers(&pb, kn) ? chunks : chunks < 4 ? chunks : 4) * vec * element;
     double latency = in_flight < 4e6 ? in_flight / 4e6 : 1.0;
@@ -205,7 +257,7 @@ static const char *template_of(dnnjit_op_t op)
 }
 
 /* The op's own constants (see its template). */
-static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t *pb, const dnnjit__kernel_t *k)
+static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t *pb)
 {
     const dnnjit__node_t *n = pb->op;
     switch (n->op) {
@@ -224,10 +276,9 @@ static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t
     default:
         dnnjit__sb_printf(sb,
                           "constexpr bool DJ_CENTER = %s;\nconstexpr int DJ_STRIP = %d;\nconstexpr int DJ_SEGMENTS = %lld;\n"
-                          "constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n"
-                          "constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
+                          "constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\n",
                           n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->strip, (long long)pb->segments,
-                          (long long)pb->seg_rows, k->scratch_slot, (long long)scratch_counters(pb));
+                          (long long)pb->seg_rows);
         break;
     }
 }
@@ -244,12 +295,14 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                             dnnjit__op_label(g->nodes[grp->first_node].op), g->nodes[grp->first_node].name);
     const knob_t *kn = &knobs[knob];
     int64_t col_blocks = pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments : 0;
-    if (scratch_bytes(&pb)) {
+    int64_t seg_cols, split = split_of(&pb, kn, &seg_cols), counters, scratch;
+    scratch_of(&pb, kn, &counters, &scratch);
+    if (scratch) {
         k->scratch_slot = k->tensor_count;
-        k->scratch_bytes = scratch_bytes(&pb);
-        k->scratch_zero_bytes = scratch_counters(&pb) * 4;
+        k->scratch_bytes = scratch;
+        k->scratch_zero_bytes = counters * 4;
     }
-    int64_t row_blocks = (pb.geo.rows + kn->rpb - 1) / kn->rpb;
+    int64_t row_blocks = (pb.geo.rows * split + kn->rpb - 1) / kn->rpb;
     row_blocks = row_blocks < MAX_ROW_BLOCKS ? row_blocks : MAX_ROW_BLOCKS;
 
     dnnjit__strbuf_t sb = {0};
@@ -260,10 +313,13 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb,
                       "constexpr dj_i64 DJ_ROWS = %lldLL;\nconstexpr int DJ_COLS = %lld;\nconstexpr int DJ_TPR = %d;\n"
                       "constexpr int DJ_BLOCK = %d;\nconstexpr int DJ_VEC = %d;\nconstexpr bool DJ_REGS = %s;\n"
-                      "constexpr unsigned DJ_COL_BLOCKS = %lldu;\n",
+                      "constexpr int DJ_SPLIT = %lld;\nconstexpr int DJ_SEG_COLS = %lld;\n"
+                      "constexpr unsigned DJ_COL_BLOCKS = %lldu;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n"
+                      "constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
-                      in_registers(&pb, kn) ? "true" : "false", (long long)col_blocks);
-    emit_op_constants(&sb, &pb, k);
+                      in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
+                      (long long)col_blocks, k->scratch_slot, (long long)(scratch ? counters : 0));
+    emit_op_constants(&sb, &pb);
     dnnjit__sb_append(&sb, "\n");
     dnnjit__sb_append(&sb, dnnjit__template("rows_common.cuh"));
     dnnjit__sb_append(&sb, "\n// ---- accessors and ports ----\n");
@@ -291,5 +347,6 @@ const dnnjit__engine_t dnnjit__engine_rows = {
     .supports = rows_supports,
     .knob_name = rows_knob_name,
     .cost = rows_cost,
+    .rule = rows_rule,
     .generate = rows_generate,
 };

@@ -11,8 +11,9 @@
 // plan gives the same bits on every run.
 //
 // The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
-// DJ_BLOCK, DJ_VEC, DJ_REGS and DJ_COL_BLOCKS (blocks in front of the row blocks that do
-// per-column work, 0 for most ops), this file, the generated dj_aligned(args) and port
+// DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_COL_BLOCKS (blocks in
+// front of the row blocks that do per-column work, 0 for most ops), DJ_SCRATCH_SLOT and
+// DJ_SCRATCH_COUNTERS (the kernel's scratch, whose counters execute zeroes), this file, the generated dj_aligned(args) and port
 // accessors, the op's file (rows_<op>.cuh), and rows_kernel.cuh. The accessors are named
 // after the op's ports:
 //   dj_in_P<V>(row, col, v, args, first)  full input P at (row, col .. col + V - 1); a
@@ -34,9 +35,12 @@ static_assert(DJ_RPB * DJ_TPR == DJ_BLOCK && (DJ_TPR & (DJ_TPR - 1)) == 0, "thre
 
 // The row a group of DJ_TPR threads works on, and where its chunks lie. Rows past the end
 // (valid false) still take part in the reductions, which every thread of a block runs.
+// A split row (DJ_SPLIT > 1, one-pass ops only) is DJ_SPLIT segments of DJ_SEG_COLS columns,
+// each worked on like a row of its own, from column col0.
 template <int V> struct DjRow {
-    static constexpr int CHUNKS = (DJ_COLS + DJ_TPR * V - 1) / (DJ_TPR * V);
-    static constexpr bool FULL = DJ_COLS % (DJ_TPR * V) == 0; // every chunk inside the row
+    static constexpr int CHUNKS = (DJ_SEG_COLS + DJ_TPR * V - 1) / (DJ_TPR * V);
+    // Every chunk inside the row (or its segment).
+    static constexpr bool FULL = DJ_SEG_COLS % (DJ_TPR * V) == 0 && DJ_COLS % DJ_SEG_COLS == 0;
     // Only the plan's own access width keeps the row in registers: the one-element path a
     // vector plan falls back to for unaligned pointers would need more registers than the
     // plan was sized for (and the kernel gets the registers of its hungriest path), so it
@@ -46,10 +50,13 @@ template <int V> struct DjRow {
     // Register-resident rows unroll completely so that the cache stays in registers.
     static constexpr int UNROLL = REGS || CHUNKS < 4 ? CHUNKS : 4;
     dj_i64 row;
-    int lane, sub;
+    int segment, lane, sub;
     bool valid;
-    __device__ __forceinline__ int col(int k) const { return (k * DJ_TPR + lane) * V; }
-    __device__ __forceinline__ bool has(int k) const { return valid && (FULL || col(k) < DJ_COLS); }
+    __device__ __forceinline__ int col(int k) const { return segment * DJ_SEG_COLS + (k * DJ_TPR + lane) * V; }
+    __device__ __forceinline__ bool has(int k) const
+    {
+        return valid && (FULL || ((k * DJ_TPR + lane) * V < DJ_SEG_COLS && col(k) < DJ_COLS));
+    }
 };
 
 // The register cache of one full input (used when DjRow<V>::REGS): floats, or for an input whose

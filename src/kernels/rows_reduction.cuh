@@ -1,5 +1,6 @@
 // Rows engine, reduction over the row (the innermost axes of X): each row gives one element
-// of Y. The modes are named as in dnnjit.h; MIN, MAX and AMAX ignore a NaN next to a number
+// of Y. Long rows may be split into segments (DJ_SPLIT) reduced by different threads and
+// combined through the scratch. The modes are named as in dnnjit.h; MIN, MAX and AMAX ignore a NaN next to a number
 // (fminf / fmaxf, as the reference's fmin / fmax), which is why NaN is their identity.
 
 enum DjRowReduce { DJ_ROW_ADD, DJ_ROW_MUL, DJ_ROW_MIN, DJ_ROW_MAX, DJ_ROW_AMAX, DJ_ROW_AVG, DJ_ROW_NORM1, DJ_ROW_NORM2 };
@@ -63,6 +64,24 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
         }
     }
     acc = dj_row_reduce(acc, rw.sub, rw.lane, [](float a, float b) { return dj_reduce_combine(a, b); });
-    if (rw.valid && rw.lane == 0)
-        dj_rout_Y(rw.row, dj_reduce_finish(acc), args);
+    if (!rw.valid || rw.lane != 0)
+        return;
+    if constexpr (DJ_SPLIT > 1) {
+        // The segment's result goes to the scratch (after DJ_SCRATCH_COUNTERS arrival
+        // counters, one per row); the segment that arrives last combines the row's results
+        // in segment order, so that the result does not depend on the order of arrival.
+        unsigned *const arrivals = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
+        float *const parts = (float *)(arrivals + DJ_SCRATCH_COUNTERS) + rw.row * DJ_SPLIT;
+        parts[rw.segment] = acc;
+        __threadfence();
+        if (atomicAdd(arrivals + rw.row, 1u) != DJ_SPLIT - 1)
+            return;
+        __threadfence();
+        // Volatile: the other segments' results come from other SMs, past this one's L1.
+        const volatile float *const all = parts;
+        acc = all[0];
+        for (int s = 1; s < DJ_SPLIT; s++)
+            acc = dj_reduce_combine(acc, all[s]);
+    }
+    dj_rout_Y(rw.row, dj_reduce_finish(acc), args);
 }
