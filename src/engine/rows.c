@@ -200,11 +200,11 @@ static double tensor_bytes(dnnjit_graph_t g, dnnjit_tensor_t id)
 
 static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
-    /* Bytes over an H200's ~3.8 TB/s, slowed by what keeps a plan from streaming at that
-     * rate: scalar access, threads idling past the row's end, too little in flight to cover
-     * memory latency, and block-wide reductions; streamed passes after the first count a
-     * third of their bytes when they hit L2, and the column sums of a norm backward read
-     * DY and X again. */
+    /* A launch (~2 us), then the longer of two bounds: bytes over an H200's ~3.8 TB/s,
+     * slowed by scalar access, threads idling past the row's end and block-wide reductions;
+     * and memory latency (~1 us) for every time the bytes a plan keeps in flight fill up.
+     * Streamed passes after the first count a third of their bytes when they hit L2, and
+     * the column sums of a norm backward read DY and X again. */
     dnnjit__rows_problem_t pb;
     dnnjit__rows_problem(g, grp, &pb);
     const knob_t *kn = &knobs[knob];
@@ -225,18 +225,18 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (pb.column_role)
         bytes += tensor_bytes(g, pb.op->in[0]) + tensor_bytes(g, pb.op->in[1]);
     int vec = vec_of(&pb, kn);
+    int64_t seg_cols, split = split_of(&pb, kn, &seg_cols);
     double chunks = (double)chunks_of(&pb, kn);
-    double used = (double)pb.geo.cols / (chunks * kn->tpr * vec);
-    /* Bytes each thread has in flight at once: its whole row share in registers, else up
-     * to four chunks; about 4 MB across the GPU covers the latency. */
+    double used = (double)seg_cols / (chunks * kn->tpr * vec);
+    double rate = 3.8e6 * (kn->vector ? 1.0 : 0.6) * used * (kn->tpr > 32 ? 0.92 : 1.0);
+    /* In flight: each thread's whole share of the row when it stays in registers, else up
+     * to four chunks, over the threads the GPU holds at once. */
     double element = (double)dnnjit_data_type_size(dnnjit__tensor(g, pb.op->in[0])->resolved_type);
-    int64_t seg_cols;
-    double threads = (double)pb.geo.rows * (double)split_of(&pb, kn, &seg_cols) * kn->tpr;
+    double threads = (double)pb.geo.rows * (double)split * kn->tpr;
     threads = threads < 132.0 * 2048 ? threads : 132.0 * 2048;
     double in_flight = threads * (in_registers(&pb, kn) ? chunks : chunks < 4 ? chunks : 4) * vec * element;
-    double latency = in_flight < 4e6 ? in_flight / 4e6 : 1.0;
-    double rate = 3.8e6 * (kn->vector ? 1.0 : 0.6) * used * latency * (kn->tpr > 32 ? 0.92 : 1.0);
-    return 3.0 + bytes / rate;
+    double streaming = bytes / rate, waiting = bytes / in_flight * 1.0;
+    return 2.0 + (streaming > waiting ? streaming : waiting);
 }
 
 static const char *template_of(dnnjit_op_t op)
