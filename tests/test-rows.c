@@ -562,12 +562,15 @@ static void cost_ranks_sensibly(void **state)
     dnnjit_graph_destroy(g);
     /* A tiny problem costs a launch and a memory round trip or two: still ahead of the
      * fallback. */
-    g = op_graph(NULL, OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 67, 1, 0);
-    TU_OK(dnnjit_graph_create_execution_plans(g, modes, 1));
-    TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
-    assert_string_equal(first, "rows_t1_r128_scalar");
-    dnnjit_free(first);
-    dnnjit_graph_destroy(g);
+    for (int t = 0; t < IO_TYPE_COUNT; t++)
+        for (int stats = 0; stats < 3; stats++) {
+            g = op_graph(NULL, OP_SOFTMAX, io_types[t], 67, 1, stats);
+            TU_OK(dnnjit_graph_create_execution_plans(g, modes, 1));
+            TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
+            assert_string_equal(first, "rows_t1_r128_scalar");
+            dnnjit_free(first);
+            dnnjit_graph_destroy(g);
+        }
 }
 
 /* Mode A lists the rows plans (in knob order) before the fallback; FALLBACK lists only the

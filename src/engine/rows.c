@@ -202,7 +202,8 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     /* A launch (~2 us), then the longer of two bounds: bytes over an H200's ~3.8 TB/s,
      * slowed by scalar access, threads idling past the row's end and block-wide reductions;
-     * and memory latency (~1 us) for every time the bytes a plan keeps in flight fill up.
+     * and memory latency (~1 us) for every time the row reads fill what a plan keeps in
+     * flight (at least once).
      * Streamed passes after the first count a third of their bytes when they hit L2, and
      * the column sums of a norm backward read DY and X again. */
     dnnjit__rows_problem_t pb;
@@ -235,7 +236,8 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     double threads = (double)pb.geo.rows * (double)split * kn->tpr;
     threads = threads < 132.0 * 2048 ? threads : 132.0 * 2048;
     double in_flight = threads * (in_registers(&pb, kn) ? chunks : chunks < 4 ? chunks : 4) * vec * element;
-    double streaming = bytes / rate, waiting = bytes / in_flight * 1.0;
+    double reads = row_inputs * (kn->how == STREAM ? pb.passes : 1);
+    double streaming = bytes / rate, waiting = (reads > in_flight ? reads / in_flight : 1.0) * 1.0;
     return 2.0 + (streaming > waiting ? streaming : waiting);
 }
 
