@@ -164,7 +164,10 @@ static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, boo
     char label[96];
     snprintf(label, sizeof label, "%s backward%s %s %lldx%lld", rms ? "rmsnorm" : "layernorm", dbias ? " +dbias" : "",
              dnnjit_data_type_name(io), (long long)rows, (long long)cols);
-    check(g, -1.0, 1.0, tu_tolerance(io), sweep, label);
+    /* Positive inputs: DBIAS (and RMS norm's DSCALE) of a narrow row is a sum over the rows
+     * of a single column, which values of both signs could cancel to near zero, where any
+     * float sum's rounding is a large relative error. */
+    check(g, 0.1, 1.0, tu_tolerance(io), sweep, label);
 }
 
 static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, dnnjit_reduction_mode_t mode, bool sweep)
@@ -338,7 +341,7 @@ static void fused_others(void **state)
         output(g, db);
         snprintf(label, sizeof label, "masked rmsnorm backward %s %dx%lld", dnnjit_data_type_name(io), ROWS,
                  (long long)cols);
-        check(g, -1.0, 1.0, tu_tolerance(io), w == SWEEP_WIDTH, label);
+        check(g, 0.1, 1.0, tu_tolerance(io), w == SWEEP_WIDTH, label); /* positive: see norm_backward */
     }
 }
 
