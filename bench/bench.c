@@ -6,6 +6,12 @@
  *                            after `run` to measure a build from the warm disk cache)
  *   dnnjit-bench gemm        4096^3 bf16 GEMM and 8x4096^3 bf16 bmm + bias + relu: mode A's
  *                            plan and the fastest listed plan, device time and TFLOP/s
+ *   dnnjit-bench rows [--all-plans]
+ *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
+ *                            backwards) on the issue-6 shapes: device time of the plan mode A
+ *                            picks (and mode B's when it differs; every rows plan with
+ *                            --all-plans) and the effective bandwidth, bytes of every input
+ *                            read once and every output written once over the time
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -89,7 +95,7 @@ static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pa
     CU(cu->cuEventCreate(&start, 0));
     CU(cu->cuEventCreate(&stop, 0));
     for (int i = 0; i < 10; i++)
-        CHECK(dnnjit_graph_execute(g, pack, n, NULL, NULL));
+        CHECK(dnnjit_graph_execute(g, pack, n, workspace, NULL));
     double *samples = malloc(sizeof *samples * (size_t)repeats);
     for (int r = 0; r < repeats; r++) {
         CU(cu->cuEventRecord(start, NULL));
@@ -286,6 +292,196 @@ static void bench_seed004(dnnjit_handle_t h, const dnnjit_variant_t *bufs)
     dnnjit_graph_destroy(g);
 }
 
+
+/* ---- row ops (dnnjit-bench rows) ---------------------------------------------------- */
+
+typedef enum row_bench_op {
+    ROW_SOFTMAX,
+    ROW_LAYERNORM,
+    ROW_RMSNORM,
+    ROW_ADD_RMSNORM,
+    ROW_SOFTMAX_BACKWARD,
+    ROW_LAYERNORM_BACKWARD,
+    ROW_RMSNORM_BACKWARD,
+    ROW_BENCH_OP_COUNT
+} row_bench_op_t;
+
+static const char *const row_bench_names[ROW_BENCH_OP_COUNT] = {
+    "softmax_fwd", "layernorm_fwd", "rmsnorm_fwd", "add_rmsnorm", "softmax_bwd", "layernorm_bwd", "rmsnorm_bwd"};
+
+static dnnjit_tensor_t row_tensor(dnnjit_graph_t g, const char *name, int64_t rows, int64_t cols,
+                                  dnnjit_data_type_t type)
+{
+    dnnjit_tensor_t t;
+    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = name, .ndim = 2, .dim = (int64_t[]){rows, cols},
+                                                          .data_type = type},
+                              &t));
+    return t;
+}
+
+/* The graph of one case, as torch computes it in bench/run.py: forward norms without
+ * statistics (F.layer_norm, F.rms_norm), add + RMS norm writing the sum and the norm,
+ * backwards from saved FLOAT statistics with every parameter gradient. */
+static dnnjit_graph_t row_bench_graph(dnnjit_handle_t h, row_bench_op_t op, int64_t rows, int64_t cols,
+                                      dnnjit_data_type_t io)
+{
+    dnnjit_graph_t g;
+    CHECK(dnnjit_graph_create(h, &(dnnjit_graph_attr_t){.name = row_bench_names[op], .io_data_type = io,
+                                                         .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT},
+                              &g));
+    dnnjit_tensor_t x = row_tensor(g, "x", rows, cols, 0), out[3] = {0, 0, 0};
+    dnnjit_tensor_t w = op == ROW_SOFTMAX || op == ROW_SOFTMAX_BACKWARD ? 0 : row_tensor(g, "w", 1, cols, 0);
+    dnnjit_tensor_t dy = op >= ROW_SOFTMAX_BACKWARD ? row_tensor(g, "dy", rows, cols, 0) : 0;
+    dnnjit_tensor_t inv = op >= ROW_LAYERNORM_BACKWARD ? row_tensor(g, "inv", rows, 1, DNNJIT_DATA_TYPE_FLOAT) : 0;
+    switch (op) {
+    case ROW_SOFTMAX:
+        CHECK(dnnjit_graph_softmax(g, x, NULL, &out[0], NULL, NULL));
+        break;
+    case ROW_LAYERNORM:
+        CHECK(dnnjit_graph_layernorm(g, x, w, row_tensor(g, "b", 1, cols, 0), NULL, &out[0], NULL, NULL));
+        break;
+    case ROW_RMSNORM:
+        CHECK(dnnjit_graph_rmsnorm(g, x, w, 0, NULL, &out[0], NULL));
+        break;
+    case ROW_ADD_RMSNORM:
+        CHECK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_ADD}, x,
+                                     row_tensor(g, "r", rows, cols, 0), 0, &out[1]));
+        CHECK(dnnjit_graph_rmsnorm(g, out[1], w, 0, NULL, &out[0], NULL));
+        break;
+    case ROW_SOFTMAX_BACKWARD:
+        CHECK(dnnjit_graph_softmax_backward(g, x, dy, NULL, &out[0]));
+        break;
+    case ROW_LAYERNORM_BACKWARD:
+        CHECK(dnnjit_graph_layernorm_backward(g, dy, x, w, row_tensor(g, "mean", rows, 1, DNNJIT_DATA_TYPE_FLOAT), inv,
+                                              NULL, &out[0], &out[1], &out[2]));
+        break;
+    default:
+        CHECK(dnnjit_graph_rmsnorm_backward(g, dy, x, w, inv, NULL, &out[0], &out[1], NULL));
+        break;
+    }
+    for (int i = 0; i < 3; i++)
+        if (out[i])
+            CHECK(dnnjit_tensor_set_output(g, out[i], true));
+    CHECK(dnnjit_graph_validate(g));
+    return g;
+}
+
+/* Device buffers for every non-virtual tensor, filled with values in [0.5, 1.5) (a 1 MiB
+ * random block repeated: enough variety for timing, fast to make); *bytes is the sum of
+ * their sizes. */
+static size_t row_bench_buffers(dnnjit_graph_t g, dnnjit_variant_t *pack, dnnjit__cu_deviceptr_t *bufs, double *bytes)
+{
+    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
+    int64_t count;
+    CHECK(dnnjit_graph_get_tensor_count(g, &count));
+    size_t n = 0;
+    uint64_t rng = 0x853c49e6748fea9bull;
+    *bytes = 0;
+    for (dnnjit_tensor_t id = 1; id <= (dnnjit_tensor_t)count; id++) {
+        dnnjit_tensor_info_t t;
+        CHECK(dnnjit_tensor_get_info(g, id, &t));
+        if (t.is_virtual)
+            continue;
+        size_t size = dnnjit_data_type_size(t.data_type), elements = 1;
+        for (int d = 0; d < t.ndim; d++)
+            elements *= (size_t)t.dim[d];
+        size_t total = elements * size, block = 1 << 20;
+        char *host = malloc(total), *pattern = malloc(block);
+        if (!host || !pattern) {
+            fprintf(stderr, "dnnjit-bench: out of host memory\n");
+            exit(1);
+        }
+        for (size_t i = 0; i < block / size; i++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            dnnjit_element_store(t.data_type, pattern, (int64_t)i, 0.5 + (double)(rng >> 11) / 9007199254740992.0);
+        }
+        for (size_t off = 0; off < total; off += block)
+            memcpy(host + off, pattern, total - off < block ? total - off : block);
+        CU(cu->cuMemAlloc(&bufs[n], total));
+        CU(cu->cuMemcpyHtoD(bufs[n], host, total));
+        free(host);
+        free(pattern);
+        pack[n] = (dnnjit_variant_t){t.uid, (void *)(uintptr_t)bufs[n]};
+        *bytes += (double)total;
+        n++;
+    }
+    return n;
+}
+
+/* Times plan `index` (built here) with the workspace it needs; prints nothing. */
+static double row_bench_time(dnnjit_graph_t g, int64_t index, const dnnjit_variant_t *pack, size_t n)
+{
+    CHECK(dnnjit_graph_build_plan_at_index(g, index));
+    int64_t ws_size;
+    CHECK(dnnjit_graph_get_workspace_size(g, &ws_size));
+    dnnjit__cu_deviceptr_t ws = 0;
+    if (ws_size)
+        CU(dnnjit__cuda()->cuMemAlloc(&ws, (size_t)ws_size));
+    double us = device_us_per_call_ws(g, pack, n, (void *)(uintptr_t)ws, 20, 15);
+    if (ws)
+        dnnjit__cuda()->cuMemFree(ws);
+    return us;
+}
+
+static void row_bench_case(dnnjit_handle_t h, row_bench_op_t op, int64_t rows, int64_t cols, dnnjit_data_type_t io,
+                           bool all_plans)
+{
+    dnnjit_graph_t g = row_bench_graph(h, op, rows, cols, io);
+    dnnjit_variant_t pack[12];
+    dnnjit__cu_deviceptr_t bufs[12];
+    double bytes;
+    size_t n = row_bench_buffers(g, pack, bufs, &bytes);
+    char label[96];
+    snprintf(label, sizeof label, "rows/%s/%lldx%lld/%s", row_bench_names[op], (long long)rows, (long long)cols,
+             io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16");
+    dnnjit_heur_mode_t a = DNNJIT_HEUR_MODE_A, b = DNNJIT_HEUR_MODE_B;
+    CHECK(dnnjit_graph_create_execution_plans(g, &b, 1));
+    char *plan_b;
+    CHECK(dnnjit_graph_get_plan_name(g, 0, &plan_b));
+    double us_b = row_bench_time(g, 0, pack, n);
+    CHECK(dnnjit_graph_create_execution_plans(g, &a, 1));
+    char *plan_a;
+    CHECK(dnnjit_graph_get_plan_name(g, 0, &plan_a));
+    double us_a = strcmp(plan_a, plan_b) ? row_bench_time(g, 0, pack, n) : us_b;
+    printf("{\"case\": \"%s\", \"us\": %.2f, \"tb_per_s\": %.3f, \"bytes\": %.0f, \"plan\": \"%s\", "
+           "\"plan_b\": \"%s\", \"us_b\": %.2f}\n",
+           label, us_a, bytes / us_a / 1e6, bytes, plan_a, plan_b, us_b);
+    fflush(stdout);
+    int64_t count;
+    CHECK(dnnjit_graph_get_plan_count(g, &count));
+    for (int64_t i = 1; all_plans && i < count; i++) {
+        char *name;
+        CHECK(dnnjit_graph_get_plan_name(g, i, &name));
+        if (strncmp(name, "rows_", 5) == 0) {
+            double us = row_bench_time(g, i, pack, n);
+            printf("{\"case\": \"%s@%s\", \"us\": %.2f, \"tb_per_s\": %.3f}\n", label, name, us, bytes / us / 1e6);
+            fflush(stdout);
+        }
+        dnnjit_free(name);
+    }
+    dnnjit_free(plan_a);
+    dnnjit_free(plan_b);
+    for (size_t i = 0; i < n; i++)
+        dnnjit__cuda()->cuMemFree(bufs[i]);
+    dnnjit_graph_destroy(g);
+}
+
+static int row_bench(dnnjit_handle_t h, bool all_plans)
+{
+    static const struct {
+        int64_t rows, cols;
+        dnnjit_data_type_t io;
+    } shapes[] = {{32768, 4096, DNNJIT_DATA_TYPE_BFLOAT16},
+                  {32768, 1000, DNNJIT_DATA_TYPE_HALF},
+                  {4096, 32768, DNNJIT_DATA_TYPE_BFLOAT16}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int op = 0; op < ROW_BENCH_OP_COUNT; op++)
+            row_bench_case(h, (row_bench_op_t)op, shapes[s].rows, shapes[s].cols, shapes[s].io, all_plans);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bool build_only = argc > 1 && strcmp(argv[1], "build-only") == 0;
@@ -298,6 +494,11 @@ int main(int argc, char **argv)
     if (!has_device) {
         fprintf(stderr, "dnnjit-bench: no GPU\n");
         return 77;
+    }
+    if (argc > 1 && strcmp(argv[1], "rows") == 0) {
+        int rc = row_bench(h, argc > 2 && strcmp(argv[2], "--all-plans") == 0);
+        dnnjit_handle_destroy(h);
+        return rc;
     }
     if (gemm_only) {
         bench_gemm(h, "gemm_4096_bf16", 1, 4096, 4096, 4096, false);

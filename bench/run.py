@@ -3,7 +3,7 @@
 writes the result JSON (date, commit, device, every case) and prints a table with the
 ratios.
 
-    python3 bench/run.py --build build-gpu --out DIR [--commit SHA]
+    python3 bench/run.py --build build-gpu --out DIR [--commit SHA] [--no-rows] [--rows-all-plans]
     python3 bench/run.py --readme bench/results/FILE.json   # rewrite README.md's table
 """
 import argparse
@@ -24,24 +24,28 @@ def run_bench(binary, args, cache_dir):
     return {r["case"]: r for r in map(json.loads, out.stdout.splitlines())}
 
 
-def torch_peers():
-    """Device microseconds per call of torch eager and torch.compile on the same work,
-    timed like dnnjit-bench: CUDA events around 20 back-to-back calls, median of 15."""
+def time_us(fn, calls=20, repeats=15):
+    """Device microseconds per call of a torch function, timed like dnnjit-bench: CUDA
+    events around `calls` back-to-back calls, median of `repeats`."""
     import torch
 
-    def time_us(fn, calls=20, repeats=15):
-        for _ in range(10):
+    for _ in range(10):
+        fn()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(repeats):
+        start.record()
+        for _ in range(calls):
             fn()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        samples = []
-        for _ in range(repeats):
-            start.record()
-            for _ in range(calls):
-                fn()
-            stop.record()
-            stop.synchronize()
-            samples.append(start.elapsed_time(stop) * 1e3 / calls)
-        return sorted(samples)[repeats // 2]
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop) * 1e3 / calls)
+    return sorted(samples)[repeats // 2]
+
+
+def torch_peers():
+    """Device microseconds per call of torch eager and torch.compile on the same work."""
+    import torch
 
     n = 64 * 1024 * 1024
     a, b, c = (torch.randn(n, device="cuda", dtype=torch.half) for _ in range(3))
@@ -156,6 +160,8 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--commit", default=os.environ.get("DNNJIT_COMMIT", "unknown"))
     ap.add_argument("--readme", help="a result file whose table replaces README.md's")
+    ap.add_argument("--no-rows", action="store_true", help="skip the row-op cases")
+    ap.add_argument("--rows-all-plans", action="store_true", help="also time every plan of the rows engine")
     args = ap.parse_args()
     if args.readme:
         return update_readme(args.readme)
@@ -165,10 +171,15 @@ def main():
         cases.update(run_bench(binary, ["build-only"], cache))
         cases.update(run_bench(binary, ["gemm"], cache))
         cases["python_execute_host"] = python_execute_host_time(args.build, cache)
+        if not args.no_rows:
+            cases.update(run_bench(binary, ["rows"] + (["--all-plans"] if args.rows_all_plans else []), cache))
     peers = torch_peers()
     for case in ("sigmoid_fma_64M_half", "seed000_bmm_half", "seed004_matmul_bias_half", "gemm_4096_bf16",
                  "bmm_bias_relu_8x4096_bf16"):
         cases[case].update(peers[case])
+    if not args.no_rows:
+        for case, times in rows_peers().items():
+            cases[case].update(times)
     result = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": args.commit,
@@ -211,6 +222,77 @@ def table(result):
              f"torch {result['torch']}.", "", "| case | dnnjit | torch (ratio = torch time / dnnjit time) |",
              "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
+    if any(case.startswith("rows/") for case in c):
+        lines += ["", rows_table(c)]
+    return "\n".join(lines)
+
+
+# ---- row ops (issue 6): softmax, layer norm, RMS norm, add + RMS norm, backwards ----------
+
+ROW_SHAPES = [("32768x4096", 32768, 4096, "bf16"), ("32768x1000", 32768, 1000, "fp16"),
+              ("4096x32768", 4096, 32768, "bf16")]
+ROW_OPS = ["softmax_fwd", "layernorm_fwd", "rmsnorm_fwd", "add_rmsnorm", "softmax_bwd", "layernorm_bwd",
+           "rmsnorm_bwd"]
+
+
+def rows_peers():
+    """torch on dnnjit-bench's row cases (`rows/<op>/<shape>/<type>`): eager for every op,
+    torch.compile for add + RMS norm; backwards through autograd from a kept forward graph
+    (torch's backward kernels from the saved statistics, as dnnjit's graphs take them)."""
+    import torch
+    import torch.nn.functional as F
+
+    peers = {}
+    for shape, rows, cols, io in ROW_SHAPES:
+        dt = torch.bfloat16 if io == "bf16" else torch.half
+        x, r, dy = (torch.randn(rows, cols, device="cuda", dtype=dt) for _ in range(3))
+        w, b = (torch.randn(cols, device="cuda", dtype=dt) for _ in range(2))
+
+        def add_rmsnorm(x, r, w):
+            h = x + r
+            return h, F.rms_norm(h, (cols,), w, 1e-5)
+
+        compiled = torch.compile(add_rmsnorm)
+        xg, wg, bg = (t.detach().requires_grad_() for t in (x, w, b))
+        softmax_y = torch.softmax(xg, -1)
+        layernorm_y = F.layer_norm(xg, (cols,), wg, bg, 1e-5)
+        rmsnorm_y = F.rms_norm(xg, (cols,), wg, 1e-5)
+        eager = {
+            "softmax_fwd": lambda: torch.softmax(x, -1),
+            "layernorm_fwd": lambda: F.layer_norm(x, (cols,), w, b, 1e-5),
+            "rmsnorm_fwd": lambda: F.rms_norm(x, (cols,), w, 1e-5),
+            "add_rmsnorm": lambda: add_rmsnorm(x, r, w),
+            "softmax_bwd": lambda: torch.autograd.grad(softmax_y, xg, dy, retain_graph=True),
+            "layernorm_bwd": lambda: torch.autograd.grad(layernorm_y, (xg, wg, bg), dy, retain_graph=True),
+            "rmsnorm_bwd": lambda: torch.autograd.grad(rmsnorm_y, (xg, wg), dy, retain_graph=True),
+        }
+        for op in ROW_OPS:
+            times = {"torch_eager_us": time_us(eager[op])}
+            if op == "add_rmsnorm":
+                times["torch_compile_us"] = time_us(lambda: compiled(x, r, w))
+            peers[f"rows/{op}/{shape}/{io}"] = times
+        del x, r, dy, w, b, xg, wg, bg, softmax_y, layernorm_y, rmsnorm_y
+        torch.cuda.empty_cache()
+    return peers
+
+
+def rows_table(c):
+    """The row-op table: dnnjit's time and effective bandwidth (bytes of every input read
+    once and every output written once, over the time), torch's, and the ratios."""
+    lines = ["Row ops (bandwidth = bytes of every input and output once / time; ratio = torch time / dnnjit "
+             "time):", "", "| case | dnnjit | plan | torch eager | torch.compile |", "| --- | --- | --- | --- | --- |"]
+    for shape, _, _, io in ROW_SHAPES:
+        for op in ROW_OPS:
+            case = c.get(f"rows/{op}/{shape}/{io}")
+            if not case:
+                continue
+            tb = case["bytes"] / 1e6
+
+            def peer(key):
+                return (f"{case[key]:.1f} µs ({tb / case[key]:.2f} TB/s, {case[key] / case['us']:.2f}×)"
+                        if key in case else "")
+            lines.append(f"| {op} {shape} {io} | {case['us']:.1f} µs ({case['tb_per_s']:.2f} TB/s) | {case['plan']} | "
+                         f"{peer('torch_eager_us')} | {peer('torch_compile_us')} |")
     return "\n".join(lines)
 
 

@@ -11,10 +11,11 @@
 
 extern const dnnjit__engine_t dnnjit__engine_gemm;
 extern const dnnjit__engine_t dnnjit__engine_pointwise;
+extern const dnnjit__engine_t dnnjit__engine_rows;
 extern const dnnjit__engine_t dnnjit__engine_fallback;
 
 const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_gemm, &dnnjit__engine_pointwise,
-                                                   &dnnjit__engine_fallback, NULL};
+                                                   &dnnjit__engine_rows, &dnnjit__engine_fallback, NULL};
 
 /* ---- state ----------------------------------------------------------------------- */
 

@@ -1,9 +1,17 @@
-/* Greedy partitioning in topological order. A matmul or pointwise node anchors a group;
- * every later pointwise node whose output has the anchor's shape, that reads something the
- * group produces, and whose other inputs are already available (graph inputs or outputs of
- * earlier groups) joins it. What remains becomes single-node groups. Running the groups in
- * creation order is then always valid, because a node joins a group only when everything
- * it reads exists by the time that group runs. */
+/* Greedy partitioning in topological order. A matmul, pointwise node or row op anchors a
+ * group; every later pointwise node whose output has the anchor's output shape, that reads
+ * something the group produces, and whose other inputs are already available (graph
+ * inputs or outputs of earlier groups) joins it as an epilogue. What remains becomes
+ * single-node groups. Running the groups in creation order is then always valid, because
+ * a node joins a group only when everything it reads exists by the time that group runs.
+ *
+ * Row ops (softmax, norms, innermost reductions) also take a prologue: before the greedy
+ * pass, each row op claims the pointwise nodes that compute its full row inputs element by
+ * element (same shape as the row tensor). A node is claimed only when every node that
+ * reads it is the row op, another node of its prologue, or a node after the row op, so
+ * that the row op's group (made when the pass reaches the row op) still runs before every
+ * reader. Whatever a claimed node reads was made before it, hence by an earlier group.
+ * Pointwise nodes that can extend a matmul's epilogue are left to the matmul. */
 #include "fusion/fusion.h"
 
 #include <stdlib.h>
@@ -19,8 +27,82 @@ static bool same_shape(const dnnjit__tensor_t *a, const dnnjit__tensor_t *b)
     return a->ndim == b->ndim && memcmp(a->dim, b->dim, sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 
-/* Whether pointwise node j can join group `gi`, given the groups assigned so far. */
-static bool can_join(dnnjit_graph_t g, const int64_t *group_of, int64_t gi, int64_t j, const dnnjit__tensor_t *shape)
+/* ---- row ops ------------------------------------------------------------------- */
+
+bool dnnjit__row_full_input(dnnjit_op_t op, int slot)
+{
+    switch (op) {
+    case DNNJIT_OP_REDUCTION:
+    case DNNJIT_OP_SOFTMAX:
+    case DNNJIT_OP_LAYERNORM:
+    case DNNJIT_OP_RMSNORM:
+        return slot == 0; /* X, P */
+    case DNNJIT_OP_SOFTMAX_BACKWARD:
+    case DNNJIT_OP_LAYERNORM_BACKWARD:
+    case DNNJIT_OP_RMSNORM_BACKWARD:
+        return slot == 0 || slot == 1; /* Y and DY, DY and X */
+    default:
+        return false;
+    }
+}
+
+/* The reduced axes of a reduction as a row: every reduced axis of more than one element
+ * must come after every kept one. */
+static bool innermost(const dnnjit__tensor_t *x, uint32_t mask)
+{
+    bool inner = false;
+    for (int a = 0; a < x->ndim; a++) {
+        if (x->dim[a] == 1)
+            continue;
+        if (mask >> a & 1)
+            inner = true;
+        else if (inner)
+            return false;
+    }
+    return true;
+}
+
+bool dnnjit__row_geometry(dnnjit_graph_t g, const dnnjit__node_t *n, dnnjit__row_geometry_t *geo)
+{
+    if (!dnnjit__row_full_input(n->op, 0))
+        return false;
+    /* Every full input has the same dims; slot 0 is one in each row op. */
+    const dnnjit__tensor_t *x = dnnjit__tensor(g, n->in[0]);
+    uint32_t all = (1u << x->ndim) - 1, mask;
+    if (n->op == DNNJIT_OP_REDUCTION) {
+        mask = n->attr.reduction.resolved_axes & all;
+        if (!innermost(x, mask))
+            return false;
+    } else if (n->op == DNNJIT_OP_SOFTMAX || n->op == DNNJIT_OP_SOFTMAX_BACKWARD) {
+        mask = 1u << (x->ndim - 1);
+    } else {
+        int k = n->attr.norm.norm_axes ? n->attr.norm.norm_axes : x->ndim - 1;
+        mask = all & ~((1u << (x->ndim - k)) - 1);
+    }
+    *geo = (dnnjit__row_geometry_t){.ndim = x->ndim, .inner_mask = mask, .rows = 1, .cols = 1};
+    for (int a = 0; a < x->ndim; a++) {
+        geo->dim[a] = x->dim[a];
+        if (mask >> a & 1)
+            geo->cols *= x->dim[a];
+        else
+            geo->rows *= x->dim[a];
+    }
+    return true;
+}
+
+bool dnnjit__row_fusable(dnnjit_graph_t g, const dnnjit__node_t *n)
+{
+    dnnjit__row_geometry_t geo;
+    return dnnjit__row_geometry(g, n, &geo) && dnnjit__node_compute_type(g, n) != DNNJIT_DATA_TYPE_DOUBLE;
+}
+
+/* ---- grouping ------------------------------------------------------------------- */
+
+/* Whether pointwise node j can join group `gi`, given the groups assigned so far. A row
+ * group's epilogue reads only the row op's main output (out[0]) of all its outputs: the
+ * statistics are not element-wise over the row. */
+static bool can_join(dnnjit_graph_t g, const int64_t *group_of, int64_t gi, int64_t j, const dnnjit__tensor_t *shape,
+                     const dnnjit__node_t *row_op)
 {
     const dnnjit__node_t *n = &g->nodes[j];
     if (n->op != DNNJIT_OP_POINTWISE || !same_shape(out0(g, n), shape))
@@ -32,9 +114,53 @@ static bool can_join(dnnjit_graph_t g, const int64_t *group_of, int64_t gi, int6
             continue;
         if (group_of[t->producer] < 0)
             return false; /* made by a node not placed yet: it would run after this group */
+        for (int o = 1; row_op && o < DNNJIT__MAX_OUTPUTS; o++)
+            if (n->in[k] == row_op->out[o])
+                return false;
         linked |= group_of[t->producer] == gi;
     }
     return linked;
+}
+
+/* Marks, for every node, whether it can extend a matmul's epilogue: a matmul, or a
+ * pointwise node with the shape of a matmul output that reads such a node. */
+static void mark_gemm_chains(dnnjit_graph_t g, const dnnjit__tensor_t **gemm_shape)
+{
+    for (int64_t i = 0; i < g->node_count; i++) {
+        const dnnjit__node_t *n = &g->nodes[i];
+        gemm_shape[i] = n->op == DNNJIT_OP_MATMUL ? out0(g, n) : NULL;
+        for (int k = 0; n->op == DNNJIT_OP_POINTWISE && k < DNNJIT__MAX_INPUTS && !gemm_shape[i]; k++) {
+            const dnnjit__tensor_t *t = dnnjit__tensor(g, n->in[k]);
+            if (t && t->producer >= 0 && gemm_shape[t->producer] && same_shape(out0(g, n), gemm_shape[t->producer]))
+                gemm_shape[i] = gemm_shape[t->producer];
+        }
+    }
+}
+
+/* Claims the prologue of row op r (see the top of this file): claimed[p] = r. Nodes are
+ * visited from r backwards, so that every reader of a node is decided before the node. */
+static void claim_prologue(dnnjit_graph_t g, int64_t r, const dnnjit__tensor_t **gemm_shape, int64_t *claimed)
+{
+    const dnnjit__node_t *row_op = &g->nodes[r];
+    const dnnjit__tensor_t *row_shape = dnnjit__tensor(g, row_op->in[0]);
+    for (int64_t p = r - 1; p >= 0; p--) {
+        const dnnjit__node_t *n = &g->nodes[p];
+        if (claimed[p] >= 0 || n->op != DNNJIT_OP_POINTWISE || gemm_shape[p] || !same_shape(out0(g, n), row_shape))
+            continue;
+        bool linked = false, ok = true;
+        for (int64_t m = p + 1; m < g->node_count && ok; m++)
+            for (int k = 0; k < DNNJIT__MAX_INPUTS && ok; k++) {
+                if (g->nodes[m].in[k] != n->out[0])
+                    continue;
+                if (m == r)
+                    ok = dnnjit__row_full_input(row_op->op, k);
+                else
+                    ok = claimed[m] == r || m > r;
+                linked |= m == r || claimed[m] == r;
+            }
+        if (ok && linked)
+            claimed[p] = r;
+    }
 }
 
 /* Appends a tensor to a list unless present. */
@@ -107,42 +233,71 @@ static void plan_workspace(dnnjit_graph_t g, dnnjit__partition_t *p)
     p->workspace_size = size;
 }
 
+static dnnjit__group_kind_t kind_of(dnnjit_graph_t g, const dnnjit__node_t *n)
+{
+    dnnjit__row_geometry_t geo;
+    if (n->op == DNNJIT_OP_MATMUL)
+        return DNNJIT__GROUP_GEMM;
+    if (n->op == DNNJIT_OP_POINTWISE)
+        return DNNJIT__GROUP_POINTWISE;
+    return dnnjit__row_geometry(g, n, &geo) ? DNNJIT__GROUP_ROW : DNNJIT__GROUP_SINGLE;
+}
+
+/* Creates the group anchored at node i: its claimed prologue, the anchor, and every later
+ * node that can join it. */
+static bool make_group(dnnjit_graph_t g, int64_t i, const int64_t *claimed, int64_t *group_of, dnnjit__partition_t *p)
+{
+    int64_t gi = p->group_count++;
+    dnnjit__group_t *grp = &p->groups[gi];
+    const dnnjit__node_t *anchor = &g->nodes[i];
+    grp->kind = kind_of(g, anchor);
+    grp->first_node = i;
+    grp->nodes = malloc(sizeof *grp->nodes * (size_t)g->node_count);
+    if (!grp->nodes)
+        return false;
+    for (int64_t j = 0; j <= i; j++)
+        if (j == i || claimed[j] == i) {
+            grp->nodes[grp->node_count++] = j;
+            group_of[j] = gi;
+        }
+    bool epilogue = grp->kind == DNNJIT__GROUP_GEMM || grp->kind == DNNJIT__GROUP_POINTWISE ||
+                    (grp->kind == DNNJIT__GROUP_ROW && dnnjit__row_fusable(g, anchor));
+    const dnnjit__node_t *row_op = grp->kind == DNNJIT__GROUP_ROW ? anchor : NULL;
+    for (int64_t j = i + 1; epilogue && j < g->node_count; j++)
+        if (group_of[j] < 0 && claimed[j] < 0 && can_join(g, group_of, gi, j, out0(g, anchor), row_op)) {
+            grp->nodes[grp->node_count++] = j;
+            group_of[j] = gi;
+        }
+    return true;
+}
+
 dnnjit_status_t dnnjit__partition(dnnjit_graph_t g, dnnjit__partition_t *out)
 {
     *out = (dnnjit__partition_t){0};
     if (!g->validated)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE, "partition: graph \"%s\" is not validated", g->name);
     int64_t n = g->node_count;
-    int64_t *group_of = malloc(sizeof *group_of * (size_t)n);
-    out->groups = calloc((size_t)n, sizeof *out->groups);
+    int64_t *group_of = malloc(sizeof *group_of * (size_t)(n ? n : 1));
+    int64_t *claimed = malloc(sizeof *claimed * (size_t)(n ? n : 1));
+    const dnnjit__tensor_t **gemm_shape = malloc(sizeof *gemm_shape * (size_t)(n ? n : 1));
+    out->groups = calloc((size_t)(n ? n : 1), sizeof *out->groups);
     out->workspace_offset = malloc(sizeof *out->workspace_offset * (size_t)(g->tensor_count ? g->tensor_count : 1));
-    bool ok = group_of && out->groups && out->workspace_offset;
+    bool ok = group_of && claimed && gemm_shape && out->groups && out->workspace_offset;
     for (int64_t i = 0; ok && i < n; i++)
-        group_of[i] = -1;
-    for (int64_t i = 0; ok && i < n; i++) {
-        if (group_of[i] >= 0)
-            continue;
-        int64_t gi = out->group_count++;
-        dnnjit__group_t *grp = &out->groups[gi];
-        const dnnjit__node_t *anchor = &g->nodes[i];
-        grp->kind = anchor->op == DNNJIT_OP_MATMUL      ? DNNJIT__GROUP_GEMM
-                    : anchor->op == DNNJIT_OP_POINTWISE ? DNNJIT__GROUP_POINTWISE
-                                                        : DNNJIT__GROUP_SINGLE;
-        grp->first_node = i;
-        grp->nodes = malloc(sizeof *grp->nodes * (size_t)(n - i));
-        if (!(ok = grp->nodes != NULL))
-            break;
-        grp->nodes[grp->node_count++] = i;
-        group_of[i] = gi;
-        for (int64_t j = i + 1; grp->kind != DNNJIT__GROUP_SINGLE && j < n; j++)
-            if (group_of[j] < 0 && can_join(g, group_of, gi, j, out0(g, anchor))) {
-                grp->nodes[grp->node_count++] = j;
-                group_of[j] = gi;
-            }
-    }
+        group_of[i] = claimed[i] = -1;
+    if (ok)
+        mark_gemm_chains(g, gemm_shape);
+    for (int64_t i = 0; ok && i < n; i++)
+        if (dnnjit__row_fusable(g, &g->nodes[i]))
+            claim_prologue(g, i, gemm_shape, claimed);
+    for (int64_t i = 0; ok && i < n; i++)
+        if (group_of[i] < 0 && claimed[i] < 0)
+            ok = make_group(g, i, claimed, group_of, out);
     for (int64_t gi = 0; ok && gi < out->group_count; gi++)
         ok = collect_io(g, group_of, gi, &out->groups[gi]);
     free(group_of);
+    free(claimed);
+    free(gemm_shape);
     if (!ok) {
         dnnjit__partition_free(out);
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "partition: out of memory");

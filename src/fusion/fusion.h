@@ -8,11 +8,12 @@ typedef enum dnnjit__group_kind {
     DNNJIT__GROUP_GEMM,      /* matmul -> [pointwise epilogue DAG] */
     DNNJIT__GROUP_POINTWISE, /* a pointwise DAG over one output shape */
     DNNJIT__GROUP_SINGLE,    /* any other node on its own */
+    DNNJIT__GROUP_ROW,       /* [pointwise prologue]* -> row op -> [pointwise epilogue]* */
 } dnnjit__group_kind_t;
 
 typedef struct dnnjit__group {
     dnnjit__group_kind_t kind;
-    int64_t first_node;  /* the anchor: the matmul of a GEMM group, the first node otherwise */
+    int64_t first_node;  /* the anchor: the matmul of a GEMM group, the row op of a ROW group, the first node otherwise */
     int64_t node_count;  /* nodes of the group, in graph (topological) order: */
     int64_t *nodes;      /* indices into graph->nodes */
     int64_t input_count; /* tensors the group reads that it does not produce */
@@ -34,5 +35,30 @@ typedef struct dnnjit__partition {
  * one group. Errors: OUT_OF_MEMORY, BAD_STATE (graph not validated). */
 dnnjit_status_t dnnjit__partition(dnnjit_graph_t g, dnnjit__partition_t *out);
 void dnnjit__partition_free(dnnjit__partition_t *p);
+
+/* ---- row ops ---- */
+
+/* A row op sees its row tensors (the "full" ones, such as X, P, Y, DY, DX) as `rows` rows
+ * of `cols` elements: the axes in inner_mask (bit i = axis i of `dim`) make up a row, the
+ * others enumerate the rows, each set in row-major order. The inner axes come after the
+ * outer ones (axes of size 1 aside), so that a row is the innermost part of the tensor. */
+typedef struct dnnjit__row_geometry {
+    int ndim;
+    int64_t dim[DNNJIT_MAX_DIMS];
+    uint32_t inner_mask;
+    int64_t rows, cols;
+} dnnjit__row_geometry_t;
+
+/* Fills *geo and returns true when node n is a row op: softmax, layer or RMS norm (either
+ * direction), or a reduction whose reduced axes are the innermost ones. */
+bool dnnjit__row_geometry(dnnjit_graph_t g, const dnnjit__node_t *n, dnnjit__row_geometry_t *geo);
+
+/* Whether input `slot` of a row op is a full row tensor (one value per element of the
+ * row space), which a pointwise prologue may compute. */
+bool dnnjit__row_full_input(dnnjit_op_t op, int slot);
+
+/* Whether a row op may take a pointwise prologue and epilogue into its group: the engine
+ * that runs such groups computes in float, so DOUBLE compute keeps the op alone. */
+bool dnnjit__row_fusable(dnnjit_graph_t g, const dnnjit__node_t *n);
 
 #endif

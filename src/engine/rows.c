@@ -1,0 +1,354 @@
+/* The rows engine: row groups (a softmax, layer or RMS norm, either direction, or a
+ * reduction over the innermost axes, with its pointwise prologue and epilogue) as one
+ * kernel specialised to the row length. Knobs choose the threads per row, the rows per
+ * block, vector or scalar access and whether the row stays in registers (one read of each
+ * input) or is streamed (read once per pass). The algorithms are src/kernels/rows_*.cuh;
+ * rows_emit.c writes the accessors that specialise them.
+ *
+ * Mode A takes the knobs in table order, and supports() refuses a register plan whose row
+ * does not fit in 32 registers per thread (16-bit values two to a register), a stream plan
+ * whose row does, and any plan with
+ * more threads per row than the row has vectors, so that mode A's first plan is the fewest
+ * threads per row that hold the row in registers: a part of a warp for short rows, a warp
+ * up to about a thousand elements, a block beyond, and a streaming block when even 1024
+ * threads cannot hold it (1024 threads first: the fewest rows in flight, whose later
+ * passes then hit L2). */
+#include "engine/rows.h"
+
+#include "codegen/templates.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* How a plan reads its rows. */
+typedef enum how {
+    REGISTERS, /* once, keeping the full inputs in registers across the op's passes */
+    STREAM,    /* once per pass (rows too long for registers) */
+    SPLIT,     /* one-pass ops: each row cut into segments that different blocks reduce */
+} how_t;
+
+typedef struct knob {
+    int tpr;     /* threads per row */
+    int rpb;     /* rows per block */
+    bool vector; /* DJ_VEC-element accesses (else one element at a time) */
+    how_t how;
+} knob_t;
+
+static const knob_t knobs[] = {
+    {1, 128, true, REGISTERS},   {1, 128, false, REGISTERS},  {4, 32, true, REGISTERS},    {4, 32, false, REGISTERS},
+    {8, 16, true, REGISTERS},    {8, 16, false, REGISTERS},   {16, 8, true, REGISTERS},    {16, 8, false, REGISTERS},
+    {32, 4, true, REGISTERS},    {32, 4, false, REGISTERS},   {32, 8, true, REGISTERS},    {32, 8, false, REGISTERS},
+    {64, 2, true, REGISTERS},    {64, 2, false, REGISTERS},   {128, 1, true, REGISTERS},   {128, 1, false, REGISTERS},
+    {256, 1, true, REGISTERS},   {256, 1, false, REGISTERS},  {512, 1, true, REGISTERS},   {512, 1, false, REGISTERS},
+    {1024, 1, true, REGISTERS},  {1024, 1, false, REGISTERS}, {1024, 1, true, STREAM},     {1024, 1, false, STREAM},
+    {256, 1, true, STREAM},      {256, 1, false, STREAM},     {1024, 1, true, SPLIT},      {1024, 1, false, SPLIT},
+    {256, 1, true, SPLIT},       {256, 1, false, SPLIT},
+};
+
+enum {
+    KNOB_COUNT = sizeof knobs / sizeof knobs[0],
+    /* Registers a thread may keep its share of the row in: a 1024-thread block has 64
+     * registers per thread, which must also hold addresses and the op's own values. */
+    ROW_REGISTERS = 32,
+    /* The grid loops over the rows, so it can stay well below the hardware limit. */
+    MAX_ROW_BLOCKS = 1 << 20,
+    /* Work items (rows or row segments) that keep an H200's 132 SMs busy twice over. */
+    BUSY_ITEMS = 2 * 132,
+};
+
+static int vec_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    return kn->vector ? pb->vec : 1;
+}
+
+/* Segments a split plan cuts each row into (enough work items to keep the GPU busy, each
+ * segment at least four chunks per thread), and the columns of each; 1 and the row length
+ * for other plans. */
+static int64_t split_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *seg_cols)
+{
+    int64_t per_pass = (int64_t)kn->tpr * vec_of(pb, kn), cols = pb->geo.cols;
+    int64_t want = (BUSY_ITEMS + pb->geo.rows - 1) / pb->geo.rows, most = cols / (4 * per_pass);
+    int64_t split = kn->how != SPLIT ? 1 : want < most ? want : most;
+    if (split < 2) {
+        *seg_cols = cols;
+        return kn->how == SPLIT ? split : 1;
+    }
+    *seg_cols = ((cols + split - 1) / split + per_pass - 1) / per_pass * per_pass;
+    return (cols + *seg_cols - 1) / *seg_cols;
+}
+
+/* V-element chunks of a row (or segment) each thread covers. */
+static int64_t chunks_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    int64_t per_pass = (int64_t)kn->tpr * vec_of(pb, kn), seg_cols;
+    split_of(pb, kn, &seg_cols);
+    return (seg_cols + per_pass - 1) / per_pass;
+}
+
+/* Whether the op's full inputs stay in registers across its passes. */
+static bool in_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    return kn->how == REGISTERS && pb->kept_inputs > 0;
+}
+
+/* 32-bit registers a thread of a register plan keeps its share of the row in: per chunk,
+ * V values of each kept input, two 16-bit ones to a register. A one-pass op keeps nothing,
+ * but its register plans still cap what a thread reads (V elements per chunk), so that
+ * mode A spreads long rows over enough threads. */
+static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    int vec = vec_of(pb, kn);
+    int64_t per_chunk = pb->kept_inputs ? 0 : vec;
+    for (int i = 0; i < pb->kept_inputs; i++)
+        per_chunk += (vec * pb->kept_size[i] + 3) / 4;
+    return chunks_of(pb, kn) * per_chunk;
+}
+
+/* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
+ * then partial results: a norm backward's column sums per strip and row segment, or a
+ * split row's per segment. No scratch: both 0. */
+static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
+{
+    int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
+    if (pb->column_role && pb->segments > 1) {
+        count = (pb->geo.cols + pb->strip - 1) / pb->strip;
+        values = count * pb->segments * 2 * pb->strip;
+    } else if (split > 1) {
+        count = pb->geo.rows;
+        values = pb->geo.rows * split;
+    }
+    *counters = (count + 63) / 64 * 64;
+    *bytes = count ? *counters * 4 + values * 4 : 0;
+}
+
+static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
+                          size_t why_size)
+{
+    (void)arch;
+    dnnjit__rows_problem_t pb;
+    dnnjit__kernel_t slots = {0};
+    char reason[200] = "";
+    if (knob < 0 || knob >= KNOB_COUNT) {
+        snprintf(reason, sizeof reason, "unknown knob");
+    } else if (!dnnjit__rows_problem(g, grp, &pb)) {
+        snprintf(reason, sizeof reason, "the group is not a row group");
+    } else if (dnnjit__node_compute_type(g, pb.op) == DNNJIT_DATA_TYPE_DOUBLE) {
+        snprintf(reason, sizeof reason, "the rows engine computes in float, not DOUBLE");
+    } else if (!dnnjit__kernel_assign_slots(g, grp, &slots)) {
+        snprintf(reason, sizeof reason, "the group touches more tensors or scalars than a kernel takes");
+    } else if (pb.geo.cols > INT_MAX / 2) {
+        snprintf(reason, sizeof reason, "rows of %lld elements are longer than the engine indexes",
+                 (long long)pb.geo.cols);
+    } else {
+        const knob_t *kn = &knobs[knob];
+        int vec = vec_of(&pb, kn);
+        int64_t vectors = (pb.geo.cols + vec - 1) / vec, seg_cols, counters, scratch;
+        int64_t registers = row_registers(&pb, kn), split = split_of(&pb, kn, &seg_cols);
+        scratch_of(&pb, kn, &counters, &scratch);
+        bool in_regs = kn->how == REGISTERS;
+        if (scratch && slots.tensor_count == DNNJIT__MAX_KERNEL_TENSORS)
+            snprintf(reason, sizeof reason, "the group leaves no kernel argument for the scratch");
+        else if (kn->vector && pb.vec == 1)
+            snprintf(reason, sizeof reason, "vector access needs a row length and row starts that are multiples "
+                                            "of a 16-byte vector");
+        else if (kn->tpr > vectors)
+            snprintf(reason, sizeof reason, "%d threads per row would idle on rows of %lld vectors", kn->tpr,
+                     (long long)vectors);
+        else if (kn->how == SPLIT && pb.kept_inputs > 0)
+            snprintf(reason, sizeof reason, "only a one-pass op (a reduction) splits its rows");
+        else if (kn->how == SPLIT && pb.geo.rows >= BUSY_ITEMS)
+            snprintf(reason, sizeof reason, "%lld rows keep the GPU busy without splitting them",
+                     (long long)pb.geo.rows);
+        else if (kn->how == SPLIT && split < 2)
+            snprintf(reason, sizeof reason, "rows of %lld vectors are too short to split at %d threads", (long long)vectors,
+                     kn->tpr);
+        else if (in_regs && registers > ROW_REGISTERS)
+            snprintf(reason, sizeof reason, "the row needs %lld registers per thread at %d threads per row (at most "
+                     "%d; a stream plan reads it in passes)", (long long)registers, kn->tpr, ROW_REGISTERS);
+        else if (kn->how == STREAM && registers <= ROW_REGISTERS)
+            snprintf(reason, sizeof reason, "the row fits in registers at %d threads per row, which reads it once",
+                     kn->tpr);
+    }
+    if (*reason && why)
+        snprintf(why, why_size, "%s", reason);
+    return !*reason;
+}
+
+static void rows_knob_name(int knob, char *buf, size_t size)
+{
+    const knob_t *kn = &knobs[knob];
+    snprintf(buf, size, "t%d_r%d_%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
+             kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : "");
+}
+
+/* Mode A: table order, except that split plans (supported only for few long rows, which
+ * would otherwise leave most of the GPU idle) come first. */
+static double rows_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
+{
+    (void)g;
+    (void)grp;
+    return knobs[knob].how == SPLIT ? knob - KNOB_COUNT : knob;
+}
+
+static double tensor_bytes(dnnjit_graph_t g, dnnjit_tensor_t id)
+{
+    const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
+    return t->is_pass_by_value ? 0.0
+                               : (double)dnnjit__numel(t->ndim, t->dim) * (double)dnnjit_data_type_size(t->resolved_type);
+}
+
+static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
+{
+    /* A launch (~2 us), then the longer of two bounds: bytes over an H200's ~3.8 TB/s,
+     * slowed by scalar access, threads idling past the row's end and block-wide reductions;
+     * and memory latency (~1 us) for every time the row reads fill what a plan keeps in
+     * flight (at least once).
+     * Streamed passes after the first count a third of their bytes when they hit L2, and
+     * the column sums of a norm backward read DY and X again. */
+    dnnjit__rows_problem_t pb;
+    dnnjit__rows_problem(g, grp, &pb);
+    const knob_t *kn = &knobs[knob];
+    double bytes = 0, row_inputs = 0;
+    for (int64_t i = 0; i < grp->input_count + grp->output_count; i++) {
+        dnnjit_tensor_t id = dnnjit__group_tensor(grp, i);
+        bytes += tensor_bytes(g, id);
+        if (i < grp->input_count && dnnjit__rows_view(&pb, dnnjit__tensor(g, id)).access != DNNJIT__ROWS_ROWCONST)
+            row_inputs += tensor_bytes(g, id);
+    }
+    if (kn->how == STREAM) {
+        /* Later passes hit L2 while the rows in flight fit in it: blocks of a plan fill an
+         * SM up to 2048 threads, on 132 SMs, against about 40 of the 50 MB. */
+        double resident_rows = 132.0 * (2048 / (kn->tpr * kn->rpb)) * kn->rpb;
+        double row_bytes = row_inputs / (double)pb.geo.rows;
+        bytes += (pb.passes - 1) * row_inputs * (resident_rows * row_bytes <= 40e6 ? 1.0 / 3.0 : 1.0);
+    }
+    if (pb.column_role)
+        bytes += tensor_bytes(g, pb.op->in[0]) + tensor_bytes(g, pb.op->in[1]);
+    int vec = vec_of(&pb, kn);
+    int64_t seg_cols, split = split_of(&pb, kn, &seg_cols);
+    double chunks = (double)chunks_of(&pb, kn);
+    double used = (double)seg_cols / (chunks * kn->tpr * vec);
+    double rate = 3.8e6 * (kn->vector ? 1.0 : 0.6) * used * (kn->tpr > 32 ? 0.92 : 1.0);
+    /* In flight: each thread's whole share of the row when it stays in registers, else up
+     * to four chunks, over the threads the GPU holds at once. */
+    double element = (double)dnnjit_data_type_size(dnnjit__tensor(g, pb.op->in[0])->resolved_type);
+    double threads = (double)pb.geo.rows * (double)split * kn->tpr;
+    threads = threads < 132.0 * 2048 ? threads : 132.0 * 2048;
+    double in_flight = threads * (in_registers(&pb, kn) ? chunks : chunks < 4 ? chunks : 4) * vec * element;
+    double reads = row_inputs * (kn->how == STREAM ? pb.passes : 1);
+    double streaming = bytes / rate, waiting = (reads > in_flight ? reads / in_flight : 1.0) * 1.0;
+    return 2.0 + (streaming > waiting ? streaming : waiting);
+}
+
+static const char *template_of(dnnjit_op_t op)
+{
+    switch (op) {
+    case DNNJIT_OP_REDUCTION:
+        return "rows_reduction.cuh";
+    case DNNJIT_OP_SOFTMAX:
+        return "rows_softmax.cuh";
+    case DNNJIT_OP_SOFTMAX_BACKWARD:
+        return "rows_softmax_backward.cuh";
+    case DNNJIT_OP_LAYERNORM:
+    case DNNJIT_OP_RMSNORM:
+        return "rows_norm.cuh";
+    default:
+        return "rows_norm_backward.cuh";
+    }
+}
+
+/* The op's own constants (see its template). */
+static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t *pb)
+{
+    const dnnjit__node_t *n = pb->op;
+    switch (n->op) {
+    case DNNJIT_OP_REDUCTION:
+        dnnjit__sb_printf(sb, "#define DJ_MODE DJ_ROW_%s\n", dnnjit_reduction_mode_name(n->attr.reduction.mode));
+        break;
+    case DNNJIT_OP_SOFTMAX:
+        dnnjit__sb_printf(sb, "constexpr int DJ_STATS = %d;\n", (int)n->attr.softmax.stats);
+        break;
+    case DNNJIT_OP_SOFTMAX_BACKWARD:
+        break;
+    case DNNJIT_OP_LAYERNORM:
+    case DNNJIT_OP_RMSNORM:
+        dnnjit__sb_printf(sb, "constexpr bool DJ_CENTER = %s;\n", n->op == DNNJIT_OP_LAYERNORM ? "true" : "false");
+        break;
+    default:
+        dnnjit__sb_printf(sb,
+                          "constexpr bool DJ_CENTER = %s;\nconstexpr int DJ_STRIP = %d;\nconstexpr int DJ_SEGMENTS = %lld;\n"
+                          "constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\n",
+                          n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->strip, (long long)pb->segments,
+                          (long long)pb->seg_rows);
+        break;
+    }
+}
+
+static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t *p, const dnnjit__group_t *grp,
+                                     int knob, dnnjit__kernel_t *k)
+{
+    (void)p;
+    *k = (dnnjit__kernel_t){0};
+    dnnjit__rows_problem_t pb;
+    if (!rows_supports(g, grp, knob, "", NULL, 0) || !dnnjit__rows_problem(g, grp, &pb) ||
+        !dnnjit__kernel_assign_slots(g, grp, k))
+        return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "rows engine: the group of %s \"%s\" is not supported",
+                            dnnjit__op_label(g->nodes[grp->first_node].op), g->nodes[grp->first_node].name);
+    const knob_t *kn = &knobs[knob];
+    int64_t col_blocks = pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments : 0;
+    int64_t seg_cols, split = split_of(&pb, kn, &seg_cols), counters, scratch;
+    scratch_of(&pb, kn, &counters, &scratch);
+    if (scratch) {
+        k->scratch_slot = k->tensor_count;
+        k->scratch_bytes = scratch;
+        k->scratch_zero_bytes = counters * 4;
+    }
+    int64_t row_blocks = (pb.geo.rows * split + kn->rpb - 1) / kn->rpb;
+    row_blocks = row_blocks < MAX_ROW_BLOCKS ? row_blocks : MAX_ROW_BLOCKS;
+
+    dnnjit__strbuf_t sb = {0};
+    dnnjit__sb_append(&sb, dnnjit__template("common.cuh"));
+    dnnjit__sb_printf(&sb, "\n// ---- generated by the rows engine for %s \"%s\" (%lld nodes): %lld rows of %lld ----\n",
+                      dnnjit__op_label(pb.op->op), pb.op->name, (long long)grp->node_count, (long long)pb.geo.rows,
+                      (long long)pb.geo.cols);
+    dnnjit__sb_printf(&sb,
+                      "constexpr dj_i64 DJ_ROWS = %lldLL;\nconstexpr int DJ_COLS = %lld;\nconstexpr int DJ_TPR = %d;\n"
+                      "constexpr int DJ_BLOCK = %d;\nconstexpr int DJ_VEC = %d;\nconstexpr bool DJ_REGS = %s;\n"
+                      "constexpr int DJ_SPLIT = %lld;\nconstexpr int DJ_SEG_COLS = %lld;\n"
+                      "constexpr unsigned DJ_COL_BLOCKS = %lldu;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n"
+                      "constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
+                      (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
+                      in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
+                      (long long)col_blocks, k->scratch_slot, (long long)(scratch ? counters : 0));
+    emit_op_constants(&sb, &pb);
+    dnnjit__sb_append(&sb, "\n");
+    dnnjit__sb_append(&sb, dnnjit__template("rows_common.cuh"));
+    dnnjit__sb_append(&sb, "\n// ---- accessors and ports ----\n");
+    bool ok = dnnjit__rows_emit(&sb, &pb, k, vec_of(&pb, kn));
+    dnnjit__sb_append(&sb, dnnjit__template(template_of(pb.op->op)));
+    dnnjit__sb_append(&sb, "\n");
+    dnnjit__sb_append(&sb, dnnjit__template("rows_kernel.cuh"));
+    k->source = dnnjit__sb_take(&sb);
+    if (!ok || !k->source) {
+        free(k->source);
+        k->source = NULL;
+        return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "rows engine: out of memory generating source");
+    }
+    snprintf(k->entry, sizeof k->entry, "dj_rows");
+    k->grid[0] = (unsigned)(col_blocks + row_blocks);
+    k->grid[1] = k->grid[2] = 1;
+    k->block[0] = (unsigned)(kn->tpr * kn->rpb);
+    k->block[1] = k->block[2] = 1;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+const dnnjit__engine_t dnnjit__engine_rows = {
+    .name = "rows",
+    .knob_count = KNOB_COUNT,
+    .supports = rows_supports,
+    .knob_name = rows_knob_name,
+    .cost = rows_cost,
+    .rule = rows_rule,
+    .generate = rows_generate,
+};

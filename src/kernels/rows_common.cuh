@@ -1,0 +1,226 @@
+// Rows engine: one kernel per row group ([pointwise prologue] -> softmax, norm, reduction or
+// a backward -> [pointwise epilogue]), specialised to its row length. A row is DJ_COLS
+// elements; DJ_TPR threads share a row (part of a warp, a warp, or several warps), DJ_RPB
+// rows run side by side in a block, and the blocks loop over the rows with a grid stride.
+// A thread covers chunks k = 0, 1, ... of V consecutive elements starting at column
+// (k * DJ_TPR + lane) * V, so that the threads of a row read consecutive memory; V is
+// DJ_VEC (16 bytes of the narrowest row tensor) when dj_aligned(args) says every vector
+// pointer allows it, else 1. With DJ_REGS the op's full inputs are read once and kept in
+// registers across its passes; otherwise every pass reads them again (the later reads
+// mostly hit L2). Math is in float, and every reduction combines in a fixed order, so a
+// plan gives the same bits on every run.
+//
+// The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
+// DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_COL_BLOCKS (blocks in
+// front of the row blocks that do per-column work, 0 for most ops), DJ_SCRATCH_SLOT and
+// DJ_SCRATCH_COUNTERS (the kernel's scratch, whose counters execute zeroes), this file, the generated dj_aligned(args) and port
+// accessors, the op's file (rows_<op>.cuh), and rows_kernel.cuh. The accessors are named
+// after the op's ports:
+//   dj_in_P<V>(row, col, v, args, first)  full input P at (row, col .. col + V - 1); a
+//                                         prologue stores the tensors it makes only when
+//                                         `first` is set, which one pass of the op does
+//   dj_out_P<V>(row, col, v, args)        full output P: stored and/or fed to an epilogue
+//   dj_par_P<V>(col, v, args)             per-column input (an absent one reads 0)
+//   dj_pout_P<V>(col, v, args)            per-column output (nothing when not needed)
+//   dj_rin_P(row, args)                   per-row input (an absent one reads 0)
+//   dj_rout_P(row, value, args)           per-row output (nothing when not needed)
+//   dj_eps(args)                          a norm's epsilon
+//   DjKept_P                              the type a full input's values are kept in
+//                                         (see DjCache)
+// The op file defines dj_row_op<V>(row, args), and dj_col_op<V>(args) when DJ_COL_BLOCKS > 0.
+
+constexpr int DJ_RPB = DJ_BLOCK / DJ_TPR;
+constexpr int DJ_ROW_WARPS = DJ_TPR > 32 ? DJ_TPR / 32 : 1;
+static_assert(DJ_RPB * DJ_TPR == DJ_BLOCK && (DJ_TPR & (DJ_TPR - 1)) == 0, "threads per row: a power of two");
+
+// The row a group of DJ_TPR threads works on, and where its chunks lie. Rows past the end
+// (valid false) still take part in the reductions, which every thread of a block runs.
+// A split row (DJ_SPLIT > 1, one-pass ops only) is DJ_SPLIT segments of DJ_SEG_COLS columns,
+// each worked on like a row of its own, from column col0.
+template <int V> struct DjRow {
+    static constexpr int CHUNKS = (DJ_SEG_COLS + DJ_TPR * V - 1) / (DJ_TPR * V);
+    // Every chunk inside the row (or its segment).
+    static constexpr bool FULL = DJ_SEG_COLS % (DJ_TPR * V) == 0 && DJ_COLS % DJ_SEG_COLS == 0;
+    // Only the plan's own access width keeps the row in registers: the one-element path a
+    // vector plan falls back to for unaligned pointers would need more registers than the
+    // plan was sized for (and the kernel gets the registers of its hungriest path), so it
+    // reads the row again on each pass instead.
+    static constexpr bool REGS = DJ_REGS && V == DJ_VEC;
+    static constexpr int CACHED = REGS ? CHUNKS : 1;
+    // Register-resident rows unroll completely so that the cache stays in registers.
+    static constexpr int UNROLL = REGS || CHUNKS < 4 ? CHUNKS : 4;
+    dj_i64 row;
+    int segment, lane, sub;
+    bool valid;
+    __device__ __forceinline__ int col(int k) const { return segment * DJ_SEG_COLS + (k * DJ_TPR + lane) * V; }
+    __device__ __forceinline__ bool has(int k) const
+    {
+        return valid && (FULL || ((k * DJ_TPR + lane) * V < DJ_SEG_COLS && col(k) < DJ_COLS));
+    }
+};
+
+// The register cache of one full input (used when DjRow<V>::REGS): floats, or for an input whose
+// values are 16-bit floats (read from memory, or stored rounded by a prologue; the
+// generator says which with DjKept_<port>) the same bits two to a 32-bit register, which
+// halves the registers a row needs.
+template <typename T, int V> struct DjCache {
+    float v[DjRow<V>::CACHED][V];
+    __device__ __forceinline__ void put(int k, const float (&x)[V])
+    {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            v[k][e] = x[e];
+    }
+    __device__ __forceinline__ void get(int k, float (&x)[V]) const
+    {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            x[e] = v[k][e];
+    }
+};
+
+// Two values exactly representable in T, in one word (lo in the low half), and back. The
+// packing is opaque to the compiler (PTX), which would otherwise see that unpacking gives
+// back the loaded floats and keep those instead, undoing the saving.
+__device__ __forceinline__ unsigned dj_pack2(dj_bf16, float lo, float hi)
+{
+    unsigned w;
+    asm("prmt.b32 %0, %1, %2, 0x7632;" : "=r"(w) : "r"(__float_as_uint(lo)), "r"(__float_as_uint(hi)));
+    return w;
+}
+__device__ __forceinline__ void dj_unpack2(dj_bf16, unsigned w, float &lo, float &hi)
+{
+    lo = __uint_as_float(w << 16);
+    hi = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ unsigned dj_pack2(dj_half, float lo, float hi)
+{
+    unsigned w;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
+}
+__device__ __forceinline__ void dj_unpack2(dj_half, unsigned w, float &lo, float &hi)
+{
+    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;}" : "=f"(lo), "=f"(hi) : "r"(w));
+}
+
+template <typename T, int V> struct DjPackedCache {
+    static constexpr int WORDS = (V + 1) / 2;
+    unsigned w[DjRow<V>::CACHED][WORDS];
+    __device__ __forceinline__ void put(int k, const float (&x)[V])
+    {
+#pragma unroll
+        for (int i = 0; i < WORDS; i++)
+            w[k][i] = dj_pack2(T{}, x[2 * i], 2 * i + 1 < V ? x[2 * i + 1] : 0.0f);
+    }
+    __device__ __forceinline__ void get(int k, float (&x)[V]) const
+    {
+#pragma unroll
+        for (int i = 0; i < WORDS; i++) {
+            float lo, hi;
+            dj_unpack2(T{}, w[k][i], lo, hi);
+            x[2 * i] = lo;
+            if (2 * i + 1 < V)
+                x[2 * i + 1] = hi;
+        }
+    }
+};
+template <int V> struct DjCache<dj_bf16, V> : DjPackedCache<dj_bf16, V> {};
+template <int V> struct DjCache<dj_half, V> : DjPackedCache<dj_half, V> {};
+
+// ---- memory ------------------------------------------------------------------------
+
+// V elements of T to or from floats, in accesses of at most 16 bytes (p aligned to them).
+template <typename T, int V> __device__ __forceinline__ void dj_load(const T *p, float (&v)[V])
+{
+    constexpr int P = 16 / (int)sizeof(T) < V ? 16 / (int)sizeof(T) : V;
+#pragma unroll
+    for (int i = 0; i < V; i += P) {
+        const dj_vec<T, P> q = *(const dj_vec<T, P> *)(p + i);
+#pragma unroll
+        for (int e = 0; e < P; e++)
+            v[i + e] = dj_to_float(q.v[e]);
+    }
+}
+
+template <typename T, int V> __device__ __forceinline__ void dj_store(T *p, const float (&v)[V])
+{
+    constexpr int P = 16 / (int)sizeof(T) < V ? 16 / (int)sizeof(T) : V;
+#pragma unroll
+    for (int i = 0; i < V; i += P) {
+        dj_vec<T, P> q;
+#pragma unroll
+        for (int e = 0; e < P; e++)
+            q.v[e] = dj_from_float<T>(v[i + e]);
+        *(dj_vec<T, P> *)(p + i) = q;
+    }
+}
+
+// v as a tensor of type T holds it.
+template <typename T> __device__ __forceinline__ float dj_round(float v) { return dj_to_float(dj_from_float<T>(v)); }
+
+// Chunk k of a full input: read through `in` on the first pass, or on every pass when the
+// row is not kept in registers; from the register cache otherwise. Chunks outside the row
+// read `fill`.
+template <typename T, int V, typename In>
+__device__ __forceinline__ void dj_chunk(const DjRow<V> &rw, DjCache<T, V> &cache, int k, bool first, float fill,
+                                         In in, float (&x)[V])
+{
+    if constexpr (DjRow<V>::REGS) {
+        if (!first) {
+            cache.get(k, x);
+            return;
+        }
+    }
+    if (rw.has(k)) {
+        in(rw.row, rw.col(k), x, first);
+    } else {
+#pragma unroll
+        for (int e = 0; e < V; e++)
+            x[e] = fill;
+    }
+    if constexpr (DjRow<V>::REGS)
+        cache.put(k, x);
+}
+
+// ---- reductions over a row --------------------------------------------------------------
+
+struct dj_pair {
+    float a, b;
+};
+
+__device__ __forceinline__ float dj_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ dj_pair dj_shfl_xor(dj_pair v, int m) { return {dj_shfl_xor(v.a, m), dj_shfl_xor(v.b, m)}; }
+
+__device__ __forceinline__ float dj_sum(float a, float b) { return a + b; }
+__device__ __forceinline__ dj_pair dj_sum(dj_pair a, dj_pair b) { return {a.a + b.a, a.b + b.b}; }
+// The larger value, or NaN when either is NaN (a NaN makes its whole softmax row NaN).
+__device__ __forceinline__ float dj_max_nan(float a, float b) { return a != a || a > b ? a : b; }
+
+// Combines v over the DJ_TPR threads of a row, every thread receiving the result:
+// butterfly shuffles inside a warp, then for rows wider than a warp the warps' results
+// through shared memory, in warp order. `op` is commutative, so both partners of each
+// butterfly step compute the same value.
+template <typename T, typename F> __device__ __forceinline__ T dj_row_reduce(T v, int sub, int lane, F op)
+{
+#pragma unroll
+    for (int m = (DJ_TPR < 32 ? DJ_TPR : 32) / 2; m > 0; m /= 2)
+        v = op(v, dj_shfl_xor(v, m));
+    if constexpr (DJ_TPR > 32) {
+        __shared__ T part[DJ_RPB][DJ_ROW_WARPS];
+        if (lane % 32 == 0)
+            part[sub][lane / 32] = v;
+        __syncthreads();
+        v = part[sub][0];
+#pragma unroll
+        for (int w = 1; w < DJ_ROW_WARPS; w++)
+            v = op(v, part[sub][w]);
+        __syncthreads(); // the next reduction reuses part
+    }
+    return v;
+}
+
+template <int V, typename T> __device__ __forceinline__ T dj_row_sum(T v, const DjRow<V> &rw)
+{
+    return dj_row_reduce(v, rw.sub, rw.lane, [](T a, T b) { return dj_sum(a, b); });
+}

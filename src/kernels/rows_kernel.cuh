@@ -1,0 +1,34 @@
+// Rows engine: the kernel entry (see rows_common.cuh). Blocks [0, DJ_COL_BLOCKS) do the op's
+// per-column work; the others loop over the rows (or row segments), DJ_RPB at a time.
+
+// Defined only by the ops with per-column work; never instantiated for the others.
+template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args);
+
+template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
+{
+    if constexpr (DJ_COL_BLOCKS > 0) {
+        if ((int)blockIdx.x < (int)DJ_COL_BLOCKS) {
+            dj_col_op<V>(args);
+            return;
+        }
+    }
+    const int lane = threadIdx.x % DJ_TPR, sub = threadIdx.x / DJ_TPR;
+    const dj_i64 step = (dj_i64)(gridDim.x - DJ_COL_BLOCKS) * DJ_RPB, items = DJ_ROWS * DJ_SPLIT;
+    // Work items are rows, or segments of rows; the loop bound is the same for every thread
+    // of a block, as the reductions need.
+    for (dj_i64 base = (dj_i64)(blockIdx.x - DJ_COL_BLOCKS) * DJ_RPB; base < items; base += step) {
+        const dj_i64 item = base + sub;
+        dj_row_op<V>(DjRow<V>{item / DJ_SPLIT, (int)(item % DJ_SPLIT), lane, sub, item < items}, args);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_rows(const DjArgs args)
+{
+    if constexpr (DJ_VEC > 1) {
+        if (dj_aligned(args)) {
+            dj_rows_run<DJ_VEC>(args);
+            return;
+        }
+    }
+    dj_rows_run<1>(args);
+}
