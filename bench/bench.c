@@ -221,7 +221,7 @@ static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64
  * gone. Median of 9 timings of 10 replays. */
 enum { CAPTURED = 100 };
 
-static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n)
+static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace)
 {
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
     if (!cu->cuStreamBeginCapture || !cu->cuGraphInstantiateWithFlags)
@@ -232,7 +232,7 @@ static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t 
     CU(cu->cuStreamCreate(&stream, DNNJIT__CU_STREAM_NON_BLOCKING));
     CU(cu->cuStreamBeginCapture(stream, DNNJIT__CU_STREAM_CAPTURE_MODE_GLOBAL));
     for (int i = 0; i < CAPTURED; i++)
-        CHECK(dnnjit_graph_execute(g, pack, n, NULL, stream));
+        CHECK(dnnjit_graph_execute(g, pack, n, workspace, stream));
     CU(cu->cuStreamEndCapture(stream, &graph));
     CU(cu->cuGraphInstantiateWithFlags(&exec, graph, 0));
     dnnjit__cu_event_t start, stop;
@@ -282,12 +282,20 @@ static void bench_seed004(dnnjit_handle_t h, const dnnjit_variant_t *bufs)
         CHECK(dnnjit_tensor_get_uid(g, io[i], &uid));
         pack[i] = (dnnjit_variant_t){uid, bufs[i].ptr};
     }
-    int64_t chosen;
+    int64_t chosen, ws_size = 0;
     char *plan = NULL;
     CHECK(dnnjit_graph_get_chosen_plan(g, &chosen));
     CHECK(dnnjit_graph_get_plan_name(g, chosen, &plan));
+    CHECK(dnnjit_graph_get_workspace_size(g, &ws_size));
+    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
+    dnnjit__cu_deviceptr_t ws = 0;
+    if (ws_size)
+        CU(cu->cuMemAlloc(&ws, (size_t)ws_size));
+    void *workspace = (void *)(uintptr_t)ws;
     printf("{\"case\": \"seed004_matmul_bias_half\", \"us\": %.2f, \"graph_replay_us\": %.2f, \"plan\": \"%s\"}\n",
-           device_us_per_call(g, pack, 4, 1000, 9), graph_replay_us_per_call(g, pack, 4), plan);
+           device_us_per_call_ws(g, pack, 4, workspace, 1000, 9), graph_replay_us_per_call(g, pack, 4, workspace), plan);
+    if (ws)
+        cu->cuMemFree(ws);
     dnnjit_free(plan);
     dnnjit_graph_destroy(g);
 }
@@ -564,7 +572,7 @@ int main(int argc, char **argv)
         mm_pack[i] = (dnnjit_variant_t){uid, pack[i].ptr};
     }
     printf("{\"case\": \"seed000_bmm_half\", \"us\": %.2f, \"graph_replay_us\": %.2f, \"plan\": \"%s\"}\n",
-           device_us_per_call(mm, mm_pack, 3, 1000, 9), graph_replay_us_per_call(mm, mm_pack, 3), plan);
+           device_us_per_call(mm, mm_pack, 3, 1000, 9), graph_replay_us_per_call(mm, mm_pack, 3, NULL), plan);
     fflush(stdout);
     bench_seed004(h, pack);
     dnnjit_free(plan);
