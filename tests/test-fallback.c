@@ -301,13 +301,33 @@ static void every_group_of_a_graph(void **state)
     dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_HALF);
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(16, 32), NULL, 0);
     dnnjit_tensor_t w = tu_tensor(g, "w", 2, TU_DIMS(32, 32), NULL, 0);
-    dnnjit_tensor_t h, s, r, t;
+    dnnjit_tensor_t h, s, r;
     TU_OK(dnnjit_graph_matmul(g, x, w, &(dnnjit_matmul_attr_t){.name = "mm"}, &h));
     TU_OK(dnnjit_graph_softmax(g, h, &(dnnjit_softmax_attr_t){.name = "sm"}, &s, NULL, NULL));
-    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_EXP}, s, 0, 0, &t));
-    TU_OK(dnnjit_graph_reduction(g, t, &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_MAX}, &r));
+    TU_OK(dnnjit_graph_reduction(g, s, &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_MAX}, &r));
     output(g, r);
-    assert_int_equal(check_graph(g, NULL), 4);
+    assert_int_equal(check_graph(g, NULL), 3);
+}
+
+/* A row op with a fused pointwise epilogue (one group) is refused, not run without its
+ * epilogue. */
+static void refuses_fused_row_group(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_HALF);
+    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(16, 32), NULL, 0), s, t;
+    TU_OK(dnnjit_graph_softmax(g, x, &(dnnjit_softmax_attr_t){.name = "sm"}, &s, NULL, NULL));
+    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_EXP}, s, 0, 0, &t));
+    output(g, t);
+    TU_OK(dnnjit_graph_validate(g));
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    assert_int_equal(p.group_count, 1);
+    char why[200] = "";
+    assert_false(engine->supports(g, &p.groups[0], 0, "sm_90a", why, sizeof why));
+    assert_non_null(strstr(why, "fused pointwise"));
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
 }
 
 static void knobs_and_cost(void **state)
@@ -351,6 +371,7 @@ int main(void)
         cmocka_unit_test(softmax_every_stats),  cmocka_unit_test(softmax_backward),
         cmocka_unit_test(norms_forward),        cmocka_unit_test(norms_backward),
         cmocka_unit_test(sdpa),                 cmocka_unit_test(every_group_of_a_graph),
+        cmocka_unit_test(refuses_fused_row_group),
         cmocka_unit_test(knobs_and_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

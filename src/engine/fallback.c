@@ -65,6 +65,9 @@ static bool fb_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, 
         reason = "unknown knob";
     else if (!kernel_name(g, grp))
         reason = "the group's op has no fallback kernel";
+    else if (grp->kind == DNNJIT__GROUP_ROW && grp->node_count > 1)
+        /* Its kernels run a row op alone; the pointwise nodes fused around it would be lost. */
+        reason = "the fallback runs row ops without fused pointwise prologues or epilogues";
     else if (!dnnjit__kernel_assign_slots(g, grp, &slots))
         reason = "the group touches more tensors or scalars than a kernel takes";
     if (reason && why)
