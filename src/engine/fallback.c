@@ -388,7 +388,13 @@ static work_t gen_sdpa(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__nod
         dnnjit__sb_printf(sb, "constexpr dj_i64 DJ_%s = %lldLL;\n", dims[i].name, (long long)dims[i].value);
     dnnjit__sb_append(sb, "constexpr dj_acc DJ_SCALE = ");
     emit_acc_literal(sb, dbl, n->attr.sdpa.has_attn_scale ? n->attr.sdpa.attn_scale : 1.0 / sqrt((double)q->dim[3]));
-    dnnjit__sb_printf(sb, ";\nconstexpr bool DJ_CAUSAL = %s;\n\n", n->attr.sdpa.use_causal_mask ? "true" : "false");
+    dnnjit__sb_printf(sb, ";\nconstexpr bool DJ_CAUSAL = %s;\n", n->attr.sdpa.use_causal_mask ? "true" : "false");
+    /* Tensor-core attention kernels (cuDNN's, flash attention's) multiply P by V in V's
+     * type, so P is rounded to it when V is narrower than the accumulator; results then
+     * agree with theirs to the last bit far more often. */
+    bool narrow_v = v->resolved_type == DNNJIT_DATA_TYPE_HALF || v->resolved_type == DNNJIT_DATA_TYPE_BFLOAT16 ||
+                    v->resolved_type == DNNJIT_DATA_TYPE_FP8_E4M3 || v->resolved_type == DNNJIT_DATA_TYPE_FP8_E5M2;
+    dnnjit__sb_printf(sb, "typedef %s DjP;\n\n", narrow_v ? dnnjit__cuda_type(v->resolved_type) : "dj_acc");
     emit_ports(sb, g, n, k, ports, &(space_t){0, NULL, NULL}, dbl);
     return (work_t){dnnjit__numel(3, q->dim), 0};
 }

@@ -3,8 +3,9 @@
 // V), as the reference computes it. Each of Q, K, V, O and STATS is indexed over its own
 // dims ([b, h, s, d]). Query head h reads key head h / (DJ_HQ / DJ_HK) and value head
 // h / (DJ_HQ / DJ_HV); the causal mask keeps key j when j <= i + (DJ_SKV - DJ_SQ). A row
-// that keeps no key gives O = 0 and STATS = -inf. The generator places before this file
-// the dims, DJ_SCALE, DJ_CAUSAL and the accessors.
+// that keeps no key gives O = 0 and STATS = -inf. The sum of P is taken before P is rounded
+// to DjP (V's type when that is 16-bit or narrower) for P*V, as tensor-core kernels do. The
+// generator places before this file the dims, DJ_SCALE, DJ_CAUSAL, DjP and the accessors.
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_sdpa(const DjArgs args)
 {
@@ -34,8 +35,9 @@ extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_sdpa(const Dj
                 dot += q[e] * dj_ld_K(dj_off_K((k_rows + j) * DJ_D + e), args);
             const dj_acc p = dj_exp(DJ_SCALE * dot - max);
             sum += p;
+            const dj_acc p_v = dj_to_acc(dj_from_acc<DjP>(p));
             for (dj_i64 e = 0; e < DJ_DV; e++)
-                acc[e] += p * dj_ld_V(dj_off_V((v_rows + j) * DJ_DV + e), args);
+                acc[e] += p_v * dj_ld_V(dj_off_V((v_rows + j) * DJ_DV + e), args);
         }
         for (dj_i64 e = 0; e < DJ_DV; e++)
             dj_st_O(dj_off_O(row * DJ_DV + e), kept ? acc[e] / sum : (dj_acc)0, args);
