@@ -97,7 +97,7 @@ static const struct {
     {{"cuFuncSetAttribute"}, SLOT(cuFuncSetAttribute), false},
     {{"cuLaunchKernel"}, SLOT(cuLaunchKernel), false},
     {{"cuLaunchKernelEx"}, SLOT(cuLaunchKernelEx), true},
-    {{"cuPointerGetAttribute"}, SLOT(cuPointerGetAttribute), false},
+    {{"cuPointerGetAttributes"}, SLOT(cuPointerGetAttributes), false},
     {{"cuMemAlloc_v2"}, SLOT(cuMemAlloc), false},
     {{"cuMemFree_v2"}, SLOT(cuMemFree), false},
     {{"cuMemcpyHtoD_v2"}, SLOT(cuMemcpyHtoD), false},
@@ -292,6 +292,18 @@ dnnjit_status_t dnnjit__driver_launch(dnnjit__cu_function_t fn, const unsigned i
     return dnnjit__cu_check(api.cuLaunchKernelEx(&config, fn, params, NULL), "cuLaunchKernelEx");
 }
 
+/* The memory type of ptr, 0 for memory the driver did not allocate. cuPointerGetAttributes
+ * answers that case with success and a zero type, where cuPointerGetAttribute would fail
+ * with INVALID_VALUE: a failing call on every check of an ordinary host scalar would be an
+ * API error in compute-sanitizer's reports and in any tool tracing the driver. */
+static dnnjit__cu_result_t memory_type(const void *ptr, unsigned int *type)
+{
+    int attribute = DNNJIT__CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+    void *data = type;
+    *type = 0;
+    return api.cuPointerGetAttributes(1, &attribute, &data, (dnnjit__cu_deviceptr_t)(uintptr_t)ptr);
+}
+
 dnnjit_status_t dnnjit__driver_check_device_pointer(const void *ptr, const char *who)
 {
     if (!ptr)
@@ -299,14 +311,12 @@ dnnjit_status_t dnnjit__driver_check_device_pointer(const void *ptr, const char 
     dnnjit_status_t s = dnnjit__driver_load();
     if (s != DNNJIT_STATUS_SUCCESS)
         return s;
-    unsigned int type = 0;
-    dnnjit__cu_result_t r =
-        api.cuPointerGetAttribute(&type, DNNJIT__CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (dnnjit__cu_deviceptr_t)(uintptr_t)ptr);
-    /* INVALID_VALUE is the driver's answer for memory it did not allocate. */
-    if (r == CUDA_ERROR_INVALID_VALUE || (r == 0 && type == DNNJIT__CU_MEMORYTYPE_HOST))
+    unsigned int type;
+    dnnjit__cu_result_t r = memory_type(ptr, &type);
+    if (r == 0 && (type == 0 || type == DNNJIT__CU_MEMORYTYPE_HOST))
         return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "%s: %p is %s memory, not device memory", who, ptr,
-                            r ? "ordinary host" : "page-locked host");
-    return dnnjit__cu_check(r, "cuPointerGetAttribute(MEMORY_TYPE)");
+                            type ? "page-locked host" : "ordinary host");
+    return dnnjit__cu_check(r, "cuPointerGetAttributes(MEMORY_TYPE)");
 }
 
 dnnjit_status_t dnnjit__driver_check_host_pointer(const void *ptr, const char *who)
@@ -314,13 +324,12 @@ dnnjit_status_t dnnjit__driver_check_host_pointer(const void *ptr, const char *w
     dnnjit_status_t s = dnnjit__driver_load();
     if (s != DNNJIT_STATUS_SUCCESS)
         return s;
-    unsigned int type = 0;
-    dnnjit__cu_result_t r =
-        api.cuPointerGetAttribute(&type, DNNJIT__CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (dnnjit__cu_deviceptr_t)(uintptr_t)ptr);
-    /* Memory the driver did not allocate (an error here), page-locked host memory and
-     * managed memory are all readable on the host. */
+    unsigned int type;
+    dnnjit__cu_result_t r = memory_type(ptr, &type);
+    /* Memory the driver did not allocate, page-locked host memory and managed memory are
+     * all readable on the host. */
     if (r == 0 && type == DNNJIT__CU_MEMORYTYPE_DEVICE)
         return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM,
                             "%s: %p is device memory, but a pass-by-value scalar is read on the host", who, ptr);
-    return DNNJIT_STATUS_SUCCESS;
+    return dnnjit__cu_check(r, "cuPointerGetAttributes(MEMORY_TYPE)");
 }

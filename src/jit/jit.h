@@ -169,7 +169,8 @@ typedef struct dnnjit__cuda_api {
     /* Optional (CUDA 11.8+). */
     dnnjit__cu_result_t (*cuLaunchKernelEx)(const dnnjit__cu_launch_config_t *config, dnnjit__cu_function_t fn,
                                             void **params, void **extra);
-    dnnjit__cu_result_t (*cuPointerGetAttribute)(void *data, int attribute, dnnjit__cu_deviceptr_t ptr);
+    dnnjit__cu_result_t (*cuPointerGetAttributes)(unsigned int count, int *attributes, void **data,
+                                                 dnnjit__cu_deviceptr_t ptr);
     dnnjit__cu_result_t (*cuMemAlloc)(dnnjit__cu_deviceptr_t *ptr, size_t bytes);
     dnnjit__cu_result_t (*cuMemFree)(dnnjit__cu_deviceptr_t ptr);
     dnnjit__cu_result_t (*cuMemcpyHtoD)(dnnjit__cu_deviceptr_t dst, const void *src, size_t bytes);
