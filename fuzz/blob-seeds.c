@@ -1,8 +1,10 @@
 /* Writes seeds for fuzz-blob, so that they always have the blob format of the library they
- * fuzz: each graph JSON file named after the output folder is loaded, built for sm_90a
- * (NVRTC, no GPU needed) and serialized to <folder>/<file name>.blob. Files that do not
- * load or build are skipped. Built with fuzz-blob; scripts/fuzz runs it.
- *   blob-seeds FOLDER GRAPH.json... */
+ * fuzz: the graph JSON files named after the output folder and the seed count are taken in
+ * order, each loaded, built for sm_90a (NVRTC, no GPU needed) and serialized to
+ * <folder>/<file name>.blob, until COUNT seeds are written. Files that do not load or build
+ * are skipped (the JSON corpus holds many invalid graphs on purpose). Built with fuzz-blob;
+ * scripts/fuzz runs it.
+ *   blob-seeds FOLDER COUNT GRAPH.json... */
 #include "dnnjit.h"
 
 #include <stdio.h>
@@ -58,17 +60,21 @@ static bool write_seed(dnnjit_handle_t handle, const char *json_path, const char
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: blob-seeds FOLDER GRAPH.json...\n");
+    char *end = NULL;
+    long count = argc >= 4 ? strtol(argv[2], &end, 10) : 0;
+    if (argc < 4 || *end != '\0' || count < 1) {
+        fprintf(stderr, "usage: blob-seeds FOLDER COUNT GRAPH.json...\n");
         return 2;
     }
     dnnjit_handle_t handle;
-    if (dnnjit_handle_create_for_arch("sm_90a", &handle) != DNNJIT_STATUS_SUCCESS)
+    if (dnnjit_handle_create_for_arch("sm_90a", &handle) != DNNJIT_STATUS_SUCCESS) {
+        fprintf(stderr, "blob-seeds: %s\n", dnnjit_last_error());
         return 1;
-    int written = 0;
-    for (int i = 2; i < argc; i++)
+    }
+    int written = 0, tried = 0;
+    for (int i = 3; i < argc && written < count; i++, tried++)
         written += write_seed(handle, argv[i], argv[1]);
     dnnjit_handle_destroy(handle);
-    printf("blob-seeds: %d of %d graphs written to %s\n", written, argc - 2, argv[1]);
+    printf("blob-seeds: %d seeds from %d graphs written to %s\n", written, tried, argv[1]);
     return written > 0 ? 0 : 1;
 }
