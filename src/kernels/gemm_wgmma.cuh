@@ -162,10 +162,22 @@ __device__ __forceinline__ void dj_tile_of(dj_i64 work, dj_i64 &batch, int &tm, 
     tn = DJ_RASTER_N ? a : b;
 }
 
-// Loads rows r0.. (DJ_BM or DJ_BN of them, `rows`) by K tile k0 of one operand into `dst`.
-template <bool KMAJOR, int RANK, int ROWS>
+// The 64-row chunks of an MN-major operand tile at r0 that start inside its EXTENT rows:
+// chunks wholly past the matrix are not loaded (their stale contents only reach outputs past
+// the edge, which the epilogue does not store).
+template <bool KMAJOR, int ROWS, dj_i64 EXTENT> __device__ __forceinline__ int dj_chunks(int r0)
+{
+    if constexpr (KMAJOR)
+        return ROWS / 64;
+    const dj_i64 left = (EXTENT - r0 + 63) / 64;
+    return left < ROWS / 64 ? (int)left : ROWS / 64;
+}
+
+// Loads rows r0.. (ROWS of them) by K tile k0 of one operand into `dst`: one box when
+// K-major, `chunks` boxes of 64 rows when MN-major.
+template <bool KMAJOR, int RANK>
 __device__ __forceinline__ void dj_load_operand(unsigned dst, const DjTensorMap *map, unsigned bar, int r0, int k0,
-                                                const int (&batch)[3])
+                                                int chunks, const int (&batch)[3])
 {
     int c[5] = {0, 0, batch[0], batch[1], batch[2]};
     if constexpr (KMAJOR) {
@@ -173,8 +185,7 @@ __device__ __forceinline__ void dj_load_operand(unsigned dst, const DjTensorMap 
         c[1] = r0;
         dj_tma_load<RANK>(dst, map, bar, c);
     } else {
-#pragma unroll
-        for (int chunk = 0; chunk < ROWS / 64; chunk++) {
+        for (int chunk = 0; chunk < chunks; chunk++) {
             c[0] = r0 + chunk * 64;
             c[1] = k0;
             dj_tma_load<RANK>(dst + chunk * DJ_CHUNK, map, bar, c);
@@ -217,14 +228,18 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
             dj_tile_of(work, batch, tm, tn);
             dj_a_batch_coords(batch, ca);
             dj_b_batch_coords(batch, cb);
+            const int chunks_a = dj_chunks<DJ_A_KMAJOR, DJ_BM, DJ_M>(tm * DJ_BM);
+            const int chunks_b = dj_chunks<DJ_B_KMAJOR, DJ_BN, DJ_N>(tn * DJ_BN);
+            // TMA counts a box's every byte, zeros filled past the matrix included.
+            const unsigned bytes = (unsigned)(chunks_a + chunks_b) * DJ_CHUNK;
             for (int kt = 0; kt < DJ_KTILES; kt++, it++) {
                 const int s = it % DJ_STAGES;
                 dj_mbar_wait(empty(s), ((it / DJ_STAGES) & 1) ^ 1);
-                dj_mbar_expect_tx(full(s), DJ_A_STAGE + DJ_B_STAGE);
-                dj_load_operand<DJ_A_KMAJOR, DJ_A_RANK, DJ_BM>(a_stages + s * DJ_A_STAGE, &map_a, full(s), tm * DJ_BM,
-                                                              kt * DJ_BK, ca);
-                dj_load_operand<DJ_B_KMAJOR, DJ_B_RANK, DJ_BN>(b_stages + s * DJ_B_STAGE, &map_b, full(s), tn * DJ_BN,
-                                                              kt * DJ_BK, cb);
+                dj_mbar_expect_tx(full(s), bytes);
+                dj_load_operand<DJ_A_KMAJOR, DJ_A_RANK>(a_stages + s * DJ_A_STAGE, &map_a, full(s), tm * DJ_BM,
+                                                        kt * DJ_BK, chunks_a, ca);
+                dj_load_operand<DJ_B_KMAJOR, DJ_B_RANK>(b_stages + s * DJ_B_STAGE, &map_b, full(s), tn * DJ_BN,
+                                                        kt * DJ_BK, chunks_b, cb);
             }
         }
         return;
