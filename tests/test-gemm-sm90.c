@@ -250,6 +250,9 @@ static void refusals(void **state)
         /* Rows of 36 halves are 72 bytes apart: not a multiple of 16. */
         {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 36, 1, false, false, false, 0}, "sm_90a",
          "stride of 36 elements along its M axis is not a positive multiple of 16 bytes"},
+        /* Rows 2^40 bytes apart: beyond the strides a tensor map holds. */
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, {2, 64, 64, 1, false, false, false, (int64_t)1 << 39},
+         "sm_90a", "TMA cannot load A: a stride is not a multiple of 16 bytes below 2^40"},
         {DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
          "both HALF or both BFLOAT16"},
         {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_HALF, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",

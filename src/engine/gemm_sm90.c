@@ -170,6 +170,43 @@ static int64_t tiles_of(const problem_t *p, const knob_t *kn)
     return ((p->m + TILE_M - 1) / TILE_M) * ((p->n + kn->bn - 1) / kn->bn);
 }
 
+/* The tensor map of one operand over argument slot `slot`. */
+static dnnjit__tma_operand_t tma_of(const operand_t *o, int64_t k, bool bf16, int box_rows, int slot)
+{
+    dnnjit__tma_operand_t t = {.slot = slot,
+                               .dtype = bf16 ? DNNJIT__TMA_DTYPE_BFLOAT16 : DNNJIT__TMA_DTYPE_FLOAT16,
+                               .rank = 2 + o->batch_axes,
+                               .swizzle = DNNJIT__TMA_SWIZZLE_128B};
+    t.dims[0] = (uint64_t)(o->kmajor ? k : o->rows);
+    t.dims[1] = (uint64_t)(o->kmajor ? o->rows : k);
+    /* A stride along a single row is never used, but must still be one TMA accepts. */
+    t.strides[0] = t.dims[1] > 1 ? (uint64_t)o->outer_stride * 2 : (t.dims[0] * 2 + 15) / 16 * 16;
+    t.box[0] = 64;
+    t.box[1] = o->kmajor ? (uint32_t)box_rows : TILE_K;
+    for (int i = 0; i < o->batch_axes; i++) {
+        t.dims[2 + i] = (uint64_t)o->batch_dim[i];
+        t.strides[1 + i] = (uint64_t)o->batch_stride[i] * 2;
+        t.box[2 + i] = 1;
+    }
+    return t;
+}
+
+/* Whether both tensor maps are ones cuTensorMapEncodeTiled takes (strides below 2^40 bytes,
+ * dimensions below 2^32 elements); `why` names the operand and the rule otherwise. */
+static bool maps_valid(const problem_t *p, const knob_t *kn, int tensor_count, char *why, size_t why_size)
+{
+    const operand_t *ops[2] = {&p->a, &p->b};
+    for (int i = 0; i < 2; i++) {
+        dnnjit__tma_operand_t t = tma_of(ops[i], p->k, p->bf16, i ? kn->bn : TILE_M, 0);
+        char rule[120];
+        if (!dnnjit__tma_operand_valid(&t, tensor_count, rule, sizeof rule)) {
+            snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
                           size_t why_size)
 {
@@ -182,7 +219,8 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     else if (!describe(g, grp, &p, reason, sizeof reason)) {
     } else if (!dnnjit__kernel_assign_slots(g, grp, &slots))
         snprintf(reason, sizeof reason, "the group touches more tensors or scalars than a kernel takes");
-    else if (smem_bytes(&kn) > SMEM_LIMIT)
+    else if (!maps_valid(&p, &kn, slots.tensor_count, reason, sizeof reason)) {
+    } else if (smem_bytes(&kn) > SMEM_LIMIT)
         snprintf(reason, sizeof reason, "the tile needs %lld bytes of shared memory, more than sm_90a has",
                  (long long)smem_bytes(&kn));
     if (*reason && why)
@@ -262,27 +300,6 @@ static void emit_batch_coords(dnnjit__strbuf_t *sb, const char *name, const oper
     dnnjit__sb_append(sb, "    (void)b;\n    (void)c;\n}\n");
 }
 
-/* The tensor map of one operand over argument slot `slot`. */
-static dnnjit__tma_operand_t tma_of(const operand_t *o, int64_t k, bool bf16, int box_rows, int slot)
-{
-    dnnjit__tma_operand_t t = {.slot = slot,
-                               .dtype = bf16 ? DNNJIT__TMA_DTYPE_BFLOAT16 : DNNJIT__TMA_DTYPE_FLOAT16,
-                               .rank = 2 + o->batch_axes,
-                               .swizzle = DNNJIT__TMA_SWIZZLE_128B};
-    t.dims[0] = (uint64_t)(o->kmajor ? k : o->rows);
-    t.dims[1] = (uint64_t)(o->kmajor ? o->rows : k);
-    /* A stride along a single row is never used, but must still be one TMA accepts. */
-    t.strides[0] = t.dims[1] > 1 ? (uint64_t)o->outer_stride * 2 : (t.dims[0] * 2 + 15) / 16 * 16;
-    t.box[0] = 64;
-    t.box[1] = o->kmajor ? (uint32_t)box_rows : TILE_K;
-    for (int i = 0; i < o->batch_axes; i++) {
-        t.dims[2 + i] = (uint64_t)o->batch_dim[i];
-        t.strides[1 + i] = (uint64_t)o->batch_stride[i] * 2;
-        t.box[2 + i] = 1;
-    }
-    return t;
-}
-
 /* dj_wgmma: one m64n<bn>k16 wgmma on shared-memory descriptors, accumulating (scale-d 1)
  * into the thread's bn/2 floats; the transpose bits select M- or N-major operands. */
 static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, bool bf16, bool a_kmajor, bool b_kmajor)
@@ -310,7 +327,8 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     problem_t p;
     char why[200] = "too many tensors for one kernel";
     knob_t kn = decode(knob);
-    if (!describe(g, grp, &p, why, sizeof why) || !dnnjit__kernel_assign_slots(g, grp, k))
+    if (!describe(g, grp, &p, why, sizeof why) || !dnnjit__kernel_assign_slots(g, grp, k) ||
+        !maps_valid(&p, &kn, k->tensor_count, why, sizeof why))
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "gemm_sm90 engine: matmul \"%s\": %s",
                             g->nodes[grp->first_node].name, why);
     int slot_a = dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[0]);
