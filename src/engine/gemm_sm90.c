@@ -234,7 +234,7 @@ static void sm90_knob_name(int knob, char *buf, size_t size)
     snprintf(buf, size, "%dx%dx%d_s%d%s", TILE_M, kn.bn, TILE_K, kn.stages, kn.raster_n ? "_rn" : "");
 }
 
-/* The share of the persistent grid's last round of tiles that has work. */
+/* The share of the persistent grid's tile slots (one per SM per round) that hold a tile. */
 static double wave_efficiency(int64_t work)
 {
     int64_t rounds = (work + SM_COUNT - 1) / SM_COUNT;
