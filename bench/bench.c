@@ -5,7 +5,9 @@
  *   dnnjit-bench build-only  the same graph's build time alone (run in a fresh process
  *                            after `run` to measure a build from the warm disk cache)
  *   dnnjit-bench gemm        4096^3 bf16 GEMM and 8x4096^3 bf16 bmm + bias + relu: mode A's
- *                            plan and the fastest listed plan, device time and TFLOP/s
+ *                            plan and the fastest listed plan, device time and TFLOP/s,
+ *                            and the fastest plan of each tensor-core engine (sm90_*: the
+ *                            TMA + wgmma engine, sm80_*: the mma.sync one)
  *   dnnjit-bench rows [--all-plans]
  *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
  *                            backwards) on the issue-6 shapes: device time of the plan mode A
@@ -179,10 +181,14 @@ static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64
     int64_t plans = 0, best = -1;
     CHECK(dnnjit_graph_get_plan_count(g, &plans));
     double best_us = 0, first_us = 0, flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
+    /* The best plan of each tensor-core engine too: [0] gemm_sm90, [1] gemm (sm_80). */
+    double engine_us[2] = {0, 0};
+    int64_t engine_best[2] = {-1, -1};
     for (int64_t p = 0; p < plans; p++) {
         char *plan = NULL;
         CHECK(dnnjit_graph_get_plan_name(g, p, &plan));
         bool fallback = strncmp(plan, "fallback", 8) == 0;
+        int engine = strncmp(plan, "gemm_sm90_", 10) == 0 ? 0 : strncmp(plan, "gemm_", 5) == 0 ? 1 : -1;
         dnnjit_free(plan);
         if (fallback)
             continue;
@@ -201,13 +207,28 @@ static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64
             best_us = us;
             best = p;
         }
+        if (engine >= 0 && (engine_best[engine] < 0 || us < engine_us[engine])) {
+            engine_us[engine] = us;
+            engine_best[engine] = p;
+        }
     }
     char *first = NULL, *fastest = NULL;
     CHECK(dnnjit_graph_get_plan_name(g, 0, &first));
     CHECK(dnnjit_graph_get_plan_name(g, best, &fastest));
     printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"best_us\": %.2f, "
-           "\"best_tflops\": %.1f, \"best_plan\": \"%s\"}\n",
+           "\"best_tflops\": %.1f, \"best_plan\": \"%s\"",
            name, first_us, flops / first_us / 1e6, first, best_us, flops / best_us / 1e6, fastest);
+    static const char *const engine_keys[2] = {"sm90", "sm80"};
+    for (int e = 0; e < 2; e++) {
+        if (engine_best[e] < 0)
+            continue;
+        char *plan = NULL;
+        CHECK(dnnjit_graph_get_plan_name(g, engine_best[e], &plan));
+        printf(", \"%s_best_us\": %.2f, \"%s_best_tflops\": %.1f, \"%s_best_plan\": \"%s\"", engine_keys[e],
+               engine_us[e], engine_keys[e], flops / engine_us[e] / 1e6, engine_keys[e], plan);
+        dnnjit_free(plan);
+    }
+    printf("}\n");
     fflush(stdout);
     dnnjit_free(first);
     dnnjit_free(fastest);

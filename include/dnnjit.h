@@ -665,7 +665,8 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t graph, in
 DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph, int64_t *size);
 
 /* Runs the chosen plan on `stream` (a CUstream; NULL for the default stream). Every
- * non-virtual tensor needs a device buffer in the pack, aligned to its element size;
+ * non-virtual tensor needs a device buffer in the pack, aligned to its element size
+ * (16 bytes for the operands of gemm_sm90 plans, which load them with TMA);
  * pass-by-value tensors without a fixed value point to one host element. `workspace` is
  * device memory of at least get_workspace_size bytes (NULL when that is 0). Allocates
  * nothing, can be captured in a CUDA graph (any capture mode), and does not synchronize.

@@ -9,6 +9,36 @@
 /* Must match DJ_MAX_TENSORS / DJ_MAX_SCALARS in src/kernels/common.cuh. */
 #define DNNJIT__MAX_KERNEL_TENSORS 24
 #define DNNJIT__MAX_KERNEL_SCALARS 8
+/* Tensor maps a kernel takes after its DjArgs, and the most dimensions one has (TMA's). */
+#define DNNJIT__MAX_KERNEL_TMAS 2
+#define DNNJIT__MAX_TMA_RANK 5
+
+/* How execute encodes one TMA tensor map (cuTensorMapEncodeTiled) for a kernel: over the
+ * tensor in DjArgs.ptr[slot], with dims and box innermost first. The map depends on the
+ * buffer's address, so it is made at execute time and passed as the kernel's
+ * `const __grid_constant__` parameter after DjArgs, in the order of the kernel's list. */
+typedef struct dnnjit__tma_operand {
+    int slot;
+    int dtype;   /* CUtensorMapDataType */
+    int rank;    /* 2 .. DNNJIT__MAX_TMA_RANK */
+    uint64_t dims[DNNJIT__MAX_TMA_RANK];        /* elements */
+    uint64_t strides[DNNJIT__MAX_TMA_RANK - 1]; /* bytes, of dims 1 .. rank-1 */
+    uint32_t box[DNNJIT__MAX_TMA_RANK];         /* elements */
+    int swizzle; /* CUtensorMapSwizzle */
+} dnnjit__tma_operand_t;
+
+/* The CUtensorMap enumeration values the engines use. */
+enum {
+    DNNJIT__TMA_DTYPE_FLOAT16 = 6,
+    DNNJIT__TMA_DTYPE_BFLOAT16 = 9,
+    DNNJIT__TMA_SWIZZLE_NONE = 0,
+    DNNJIT__TMA_SWIZZLE_128B = 3,
+};
+
+/* Whether `t` is a tensor map cuTensorMapEncodeTiled accepts for a tensor with `tensor_count`
+ * argument slots (box and strides within TMA's limits, 16-byte strides, a box row that
+ * fits its swizzle span); when not, `why` says which rule it breaks. */
+bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, int tensor_count, char *why, size_t why_size);
 
 typedef struct dnnjit__kernel {
     char *source;  /* complete CUDA source, deterministic for a given plan */
@@ -25,6 +55,9 @@ typedef struct dnnjit__kernel {
      * DjArgs.ptr[scratch_slot]; execute zeroes its first scratch_zero_bytes before the launch. */
     int scratch_slot;
     int64_t scratch_bytes, scratch_zero_bytes;
+    /* TMA tensor maps the kernel takes as parameters after DjArgs. */
+    int tma_count;
+    dnnjit__tma_operand_t tma[DNNJIT__MAX_KERNEL_TMAS];
 } dnnjit__kernel_t;
 
 typedef struct dnnjit__engine {
@@ -40,6 +73,9 @@ typedef struct dnnjit__engine {
     double (*cost)(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob);
     /* Mode A: optional; lower ranks first among the engine's knobs (knob order otherwise). */
     double (*rule)(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob);
+    /* Mode A: optional; true when the knob should rank after the next engine's knobs (a
+     * problem too small for this engine to pay, say) instead of before them. */
+    bool (*defer)(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob);
     /* Optional: DNNJIT_BEHAVIOR_NOTE_* bits the knob adds to a plan's notes. */
     uint32_t (*notes)(int knob);
     dnnjit_status_t (*generate)(dnnjit_graph_t g, const dnnjit__partition_t *p, const dnnjit__group_t *grp,

@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 void dnnjit__kernel_free(dnnjit__kernel_t *k)
@@ -39,4 +40,35 @@ bool dnnjit__kernel_assign_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, d
         }
     }
     return true;
+}
+
+bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, int tensor_count, char *why, size_t why_size)
+{
+    const char *rule = NULL;
+    /* Only the 16-bit types and the two swizzles the engines use are accepted, so that a
+     * map read back from a blob can be no stranger than one an engine makes. */
+    const uint64_t esize = 2;
+    if (t->slot < 0 || t->slot >= tensor_count)
+        rule = "its tensor slot is not one of the kernel's";
+    else if (t->dtype != DNNJIT__TMA_DTYPE_FLOAT16 && t->dtype != DNNJIT__TMA_DTYPE_BFLOAT16)
+        rule = "its data type is not FLOAT16 or BFLOAT16";
+    else if (t->swizzle != DNNJIT__TMA_SWIZZLE_NONE && t->swizzle != DNNJIT__TMA_SWIZZLE_128B)
+        rule = "its swizzle is not NONE or 128B";
+    else if (t->rank < 1 || t->rank > DNNJIT__MAX_TMA_RANK)
+        rule = "its rank is not 1 to 5";
+    for (int d = 0; !rule && d < t->rank; d++) {
+        if (t->dims[d] < 1 || t->dims[d] > (uint64_t)1 << 32)
+            rule = "a dimension is not 1 to 2^32 elements";
+        else if (t->box[d] < 1 || t->box[d] > 256)
+            rule = "a box dimension is not 1 to 256 elements";
+        else if (d > 0 && (t->strides[d - 1] % 16 || t->strides[d - 1] >= (uint64_t)1 << 40))
+            rule = "a stride is not a multiple of 16 bytes below 2^40";
+    }
+    if (!rule && t->box[0] * esize % 16)
+        rule = "the box's inner extent is not a multiple of 16 bytes";
+    else if (!rule && t->swizzle == DNNJIT__TMA_SWIZZLE_128B && t->box[0] * esize > 128)
+        rule = "the box's inner extent exceeds the 128-byte swizzle span";
+    if (rule && why)
+        snprintf(why, why_size, "%s", rule);
+    return !rule;
 }

@@ -9,13 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern const dnnjit__engine_t dnnjit__engine_gemm_sm90;
 extern const dnnjit__engine_t dnnjit__engine_gemm;
 extern const dnnjit__engine_t dnnjit__engine_pointwise;
 extern const dnnjit__engine_t dnnjit__engine_rows;
 extern const dnnjit__engine_t dnnjit__engine_fallback;
 
-const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_gemm, &dnnjit__engine_pointwise,
-                                                   &dnnjit__engine_rows, &dnnjit__engine_fallback, NULL};
+const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_gemm_sm90, &dnnjit__engine_gemm,
+                                                   &dnnjit__engine_pointwise, &dnnjit__engine_rows,
+                                                   &dnnjit__engine_fallback, NULL};
 
 /* ---- state ----------------------------------------------------------------------- */
 
@@ -77,7 +79,10 @@ typedef struct candidate {
     dnnjit__plan_choice_t choice;
     double cost;
     double rule; /* mode A's order within an engine */
-    int64_t rank; /* position in mode A's order, which breaks ties in cost */
+    /* Mode A's order of engines: the engine's place in the list, plus 1.5 for a knob the
+     * engine defers (after the next engine's knobs, before the one after). */
+    double tier;
+    int64_t rank; /* position in the engine list's order, which breaks ties in cost */
 } candidate_t;
 
 static int by_cost(const void *a, const void *b)
@@ -91,6 +96,8 @@ static int by_cost(const void *a, const void *b)
 static int by_rule(const void *a, const void *b)
 {
     const candidate_t *x = a, *y = b;
+    if (x->tier != y->tier)
+        return x->tier < y->tier ? -1 : 1;
     if (x->choice.engine != y->choice.engine || x->rule == y->rule)
         return x->rank < y->rank ? -1 : x->rank > y->rank;
     return x->rule < y->rule ? -1 : 1;
@@ -108,6 +115,7 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
 {
     int64_t n = 0;
     for (const dnnjit__engine_t *const *e = dnnjit__engines; *e; e++) {
+        double place = (double)(e - dnnjit__engines);
         /* FALLBACK offers only the fallback engine; A and B offer every engine, the
          * fallback one included, so that every valid graph has plans in every mode. */
         if (mode == DNNJIT_HEUR_MODE_FALLBACK && !is_fallback(*e))
@@ -115,7 +123,8 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
         for (int k = 0; k < (*e)->knob_count; k++)
             if ((*e)->supports(g, grp, k, arch, why, why_size))
             {
-                out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, n};
+                double tier = (*e)->defer && (*e)->defer(g, grp, k) ? place + 1.5 : place;
+                out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, tier, n};
                 n++;
             }
     }

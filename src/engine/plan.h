@@ -16,6 +16,11 @@ typedef struct dnnjit__built_kernel {
     void *cubin;
     size_t cubin_size;
     void *function; /* dnnjit__cu_function_t, when loaded on a device */
+    /* The tensor maps execute encoded last (kernel.tma), with the addresses they were
+     * encoded for: a graph run again on the same buffers reuses them. Stored as bytes, as
+     * the memory holding this struct is not aligned for a CUtensorMap. */
+    const void *tma_address[DNNJIT__MAX_KERNEL_TMAS];
+    uint64_t tma_map[DNNJIT__MAX_KERNEL_TMAS][16];
 } dnnjit__built_kernel_t;
 
 typedef struct dnnjit__plan {

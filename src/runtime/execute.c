@@ -83,6 +83,47 @@ static dnnjit_status_t check_buffers(dnnjit_graph_t g, const dnnjit_variant_t *p
     return DNNJIT_STATUS_SUCCESS;
 }
 
+/* The tensor maps of kernel `gi` for the buffers in args, encoded unless the kernel's last
+ * launch had the same addresses. */
+static dnnjit_status_t encode_tensor_maps(dnnjit_graph_t g, int64_t gi, dnnjit__built_kernel_t *b, const dj_args_t *args,
+                                          dnnjit__cu_tensor_map_t *maps)
+{
+    const dnnjit__kernel_t *k = &b->kernel;
+    for (int i = 0; i < k->tma_count; i++) {
+        const dnnjit__tma_operand_t *t = &k->tma[i];
+        void *address = args->ptr[t->slot];
+        const dnnjit__tensor_t *tensor = dnnjit__tensor(g, k->tensors[t->slot]);
+        if (address && address == b->tma_address[i]) {
+            memcpy(&maps[i], b->tma_map[i], sizeof maps[i]);
+            continue;
+        }
+        if ((uintptr_t)address % 16)
+            return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM,
+                                "execute: kernel %lld (%s) loads tensor \"%s\" (uid %lld) with TMA, which needs a 16-byte "
+                                "aligned address, but it is at %p (build a plan of another engine for such buffers)",
+                                (long long)gi, k->entry, tensor->name, (long long)tensor->uid, address);
+        if (!dnnjit__cuda()->cuTensorMapEncodeTiled)
+            return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED,
+                                "execute: kernel %lld (%s) needs cuTensorMapEncodeTiled, which this CUDA driver lacks "
+                                "(CUDA 12.0 or newer is needed)", (long long)gi, k->entry);
+        static const uint32_t ones[DNNJIT__MAX_TMA_RANK] = {1, 1, 1, 1, 1};
+        /* No interleave, 256-byte L2 promotion, out-of-bounds elements read as zeros. */
+        dnnjit_status_t s = dnnjit__cu_check(dnnjit__cuda()->cuTensorMapEncodeTiled(&maps[i], t->dtype, (uint32_t)t->rank,
+                                                                                     address, t->dims, t->strides, t->box,
+                                                                                     ones, 0, t->swizzle, 3, 0),
+                                             "cuTensorMapEncodeTiled");
+        if (s) {
+            char cause[DNNJIT__MSG_LEN];
+            snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
+            return dnnjit__fail(g, s, "execute: kernel %lld (%s): the tensor map of tensor \"%s\" (uid %lld): %s",
+                                (long long)gi, k->entry, tensor->name, (long long)tensor->uid, cause);
+        }
+        memcpy(b->tma_map[i], &maps[i], sizeof maps[i]);
+        b->tma_address[i] = address;
+    }
+    return DNNJIT_STATUS_SUCCESS;
+}
+
 dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace,
                                      void *stream)
 {
@@ -118,9 +159,9 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
     }
     if ((s = check_buffers(g, pack, n)))
         return s;
-    const dnnjit__plan_t *plan = &g->jit->plans[g->jit->chosen];
+    dnnjit__plan_t *plan = &g->jit->plans[g->jit->chosen];
     for (int64_t gi = 0; gi < g->jit->partition.group_count; gi++) {
-        const dnnjit__built_kernel_t *b = &plan->kernels[gi];
+        dnnjit__built_kernel_t *b = &plan->kernels[gi];
         const dnnjit__kernel_t *k = &b->kernel;
         dj_args_t args = {{0}, {0}};
         for (int i = 0; i < k->tensor_count; i++) {
@@ -140,7 +181,13 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
                                                                       (dnnjit__cu_stream_t)stream),
                                      "cuMemsetD32Async(split-K counters)");
         }
-        void *params[] = {&args};
+        dnnjit__cu_tensor_map_t maps[DNNJIT__MAX_KERNEL_TMAS];
+        void *params[1 + DNNJIT__MAX_KERNEL_TMAS] = {&args};
+        for (int i = 0; i < k->tma_count; i++)
+            params[1 + i] = &maps[i];
+        /* Its messages name the kernel already. */
+        if (!s && k->tma_count && (s = encode_tensor_maps(g, gi, b, &args, maps)))
+            return s;
         if (!s)
             s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, k->grid, k->block, NULL, k->shared_bytes,
                                   (dnnjit__cu_stream_t)stream, params);

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #define BLOB_MAGIC "DNNJITGR"
-#define BLOB_FORMAT 1u
+#define BLOB_FORMAT 2u
 #define HEADER_SIZE 32
 
 /* Bounds far above anything dnnjit writes; a field beyond one is damage. */
@@ -74,6 +74,25 @@ static void put_uids(writer_t *w, dnnjit_graph_t g, const dnnjit_tensor_t *ids, 
         put_u64(w, (uint64_t)dnnjit__tensor(g, ids[i])->uid);
 }
 
+/* A kernel's TMA tensor maps: a count, then each map's fields. */
+static void put_tma(writer_t *w, const dnnjit__kernel_t *k)
+{
+    put_u32(w, (uint32_t)k->tma_count);
+    for (int i = 0; i < k->tma_count; i++) {
+        const dnnjit__tma_operand_t *t = &k->tma[i];
+        put_u32(w, (uint32_t)t->slot);
+        put_u32(w, (uint32_t)t->dtype);
+        put_u32(w, (uint32_t)t->rank);
+        put_u32(w, (uint32_t)t->swizzle);
+        for (int d = 0; d < DNNJIT__MAX_TMA_RANK; d++)
+            put_u64(w, t->dims[d]);
+        for (int d = 0; d < DNNJIT__MAX_TMA_RANK - 1; d++)
+            put_u64(w, t->strides[d]);
+        for (int d = 0; d < DNNJIT__MAX_TMA_RANK; d++)
+            put_u32(w, t->box[d]);
+    }
+}
+
 /* Everything after the header. */
 static void write_body(writer_t *w, dnnjit_graph_t g, const char *arch, const char *json, const char *plan_name)
 {
@@ -104,6 +123,7 @@ static void write_body(writer_t *w, dnnjit_graph_t g, const char *arch, const ch
         put_u64(w, (uint64_t)k->scratch_zero_bytes);
         put_uids(w, g, k->tensors, k->tensor_count);
         put_uids(w, g, k->scalars, k->scalar_count);
+        put_tma(w, k);
         put_string(w, k->source);
         put_bytes(w, b->cubin, b->cubin_size);
     }
@@ -383,7 +403,50 @@ static int read_slots(reader_t *r, dnnjit_graph_t g, int64_t kernel, bool scalar
     return r->status ? 0 : (int)count;
 }
 
-/* One kernel: entry point, launch shape, slot tables, source and CUBIN. */
+/* A kernel's TMA tensor maps, each one cuTensorMapEncodeTiled accepts over one of the
+ * kernel's tensor slots. */
+static dnnjit_status_t read_tma(reader_t *r, int64_t i, dnnjit__kernel_t *k)
+{
+    uint32_t count = get_u32(r, "the tensor map count");
+    if (!r->status && count > DNNJIT__MAX_KERNEL_TMAS)
+        return bad(r, DNNJIT_STATUS_PARSE_ERROR, "kernel %lld (%s) has %u tensor maps, more than the %d a kernel takes",
+                   (long long)i, k->entry, count, DNNJIT__MAX_KERNEL_TMAS);
+    for (uint32_t m = 0; m < count && !r->status; m++) {
+        dnnjit__tma_operand_t *t = &k->tma[m];
+        t->slot = (int)get_u32(r, "a tensor map's slot");
+        t->dtype = (int)get_u32(r, "a tensor map's data type");
+        t->rank = (int)get_u32(r, "a tensor map's rank");
+        t->swizzle = (int)get_u32(r, "a tensor map's swizzle");
+        for (int d = 0; d < DNNJIT__MAX_TMA_RANK; d++)
+            t->dims[d] = get_u64(r, "a tensor map's dimensions");
+        for (int d = 0; d < DNNJIT__MAX_TMA_RANK - 1; d++)
+            t->strides[d] = get_u64(r, "a tensor map's strides");
+        for (int d = 0; d < DNNJIT__MAX_TMA_RANK; d++)
+            t->box[d] = get_u32(r, "a tensor map's box");
+        char why[120];
+        if (!r->status && !dnnjit__tma_operand_valid(t, k->tensor_count, why, sizeof why))
+            bad(r, DNNJIT_STATUS_PARSE_ERROR, "kernel %lld (%s): tensor map %u is impossible: %s", (long long)i,
+                k->entry, m, why);
+    }
+    k->tma_count = r->status ? 0 : (int)count;
+    return r->status;
+}
+
+static bool same_tma(const dnnjit__kernel_t *a, const dnnjit__kernel_t *b)
+{
+    if (a->tma_count != b->tma_count)
+        return false;
+    for (int i = 0; i < a->tma_count; i++) {
+        const dnnjit__tma_operand_t *x = &a->tma[i], *y = &b->tma[i];
+        if (x->slot != y->slot || x->dtype != y->dtype || x->rank != y->rank || x->swizzle != y->swizzle ||
+            memcmp(x->dims, y->dims, sizeof x->dims) != 0 || memcmp(x->strides, y->strides, sizeof x->strides) != 0 ||
+            memcmp(x->box, y->box, sizeof x->box) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* One kernel: entry point, launch shape, slot tables, tensor maps, source and CUBIN. */
 static dnnjit_status_t read_kernel(reader_t *r, dnnjit_graph_t g, int64_t i, dnnjit__built_kernel_t *b)
 {
     dnnjit__kernel_t *k = &b->kernel;
@@ -423,6 +486,8 @@ static dnnjit_status_t read_kernel(reader_t *r, dnnjit_graph_t g, int64_t i, dnn
     k->scratch_slot = (int)scratch_slot;
     k->scratch_bytes = (int64_t)scratch;
     k->scratch_zero_bytes = (int64_t)zeroed;
+    if (read_tma(r, i, k))
+        return r->status;
     snprintf(what, sizeof what, "kernel %lld's source", (long long)i);
     k->source = get_string(r, what, MAX_TEXT);
     snprintf(what, sizeof what, "kernel %lld's CUBIN", (long long)i);
@@ -469,7 +534,8 @@ static dnnjit_status_t check_generated(reader_t *r, dnnjit_graph_t g, int64_t i,
                 memcmp(want.tensors, k->tensors, sizeof *k->tensors * (size_t)k->tensor_count) != 0 ||
                 memcmp(want.scalars, k->scalars, sizeof *k->scalars * (size_t)k->scalar_count) != 0
             ? "slot table"
-            : NULL;
+        : !same_tma(&want, k) ? "tensor map list"
+                              : NULL;
     if (differs)
         bad(r, DNNJIT_STATUS_PARSE_ERROR, "kernel %lld (%s): its %s is not what engine \"%s\" generates for the blob's "
             "graph (the graph and the kernels do not belong together)", (long long)i, k->entry, differs,

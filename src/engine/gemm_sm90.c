@@ -1,0 +1,381 @@
+/* The Hopper GEMM engine (sm_90a): a matmul with its fused pointwise epilogue as one
+ * persistent, warp-specialised kernel (src/kernels/gemm_wgmma.cuh) in which a producer
+ * warpgroup loads operand tiles with TMA and two consumer warpgroups multiply them with
+ * wgmma. fp16 and bf16 inputs, fp32 accumulation. Each operand is read in the order it has
+ * in memory (K-major, or M/N-major through wgmma's transpose bits), so transposes cost
+ * nothing; sizes and the batch layout are compiled in, the buffers' addresses reach the
+ * kernel in tensor maps that execute encodes (dnnjit__kernel_t.tma). TMA needs a contiguous
+ * inner axis and 16-byte strides; the sm_80 engine takes the other layouts. Knobs: CTA tile,
+ * pipeline stages and the axis along which the tile order is grouped. */
+#include "engine/engine.h"
+
+#include "codegen/codegen.h"
+#include "codegen/templates.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int TILE_N[] = {128, 256};
+static const int STAGES[] = {3, 4, 5};
+
+enum {
+    TILE_COUNT = sizeof TILE_N / sizeof TILE_N[0],
+    STAGE_COUNT = sizeof STAGES / sizeof STAGES[0],
+    TILE_M = 128,
+    TILE_K = 64, /* one 128-byte swizzle row of 16-bit elements */
+    /* The streaming multiprocessors of an H100/H200, one resident CTA each. */
+    SM_COUNT = 132,
+    /* Tile rows (or columns) walked together, for L2 locality. */
+    GROUP = 8,
+    THREADS = 384,
+    /* Batch axes a tensor map holds besides its two matrix axes (TMA has five). */
+    MAX_MAP_BATCH = DNNJIT__MAX_TMA_RANK - 2,
+};
+
+/* Opt-in shared memory per block on sm_90. */
+#define SMEM_LIMIT (227 * 1024)
+
+typedef struct knob {
+    int bn, stages;
+    bool raster_n; /* group the tile order along N instead of M */
+} knob_t;
+
+static knob_t decode(int knob)
+{
+    return (knob_t){TILE_N[knob / 2 / STAGE_COUNT], STAGES[knob / 2 % STAGE_COUNT], knob % 2 == 1};
+}
+
+/* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N) and its tensor map:
+ * the contiguous axis innermost, then the other matrix axis, then the batch axes of C
+ * along which the operand does not broadcast (the coordinate of map axis i is
+ * batch / batch_div[i] % batch_dim[i]). */
+typedef struct operand {
+    const dnnjit__tensor_t *t;
+    int64_t rows;
+    bool kmajor;
+    int64_t outer_stride; /* elements between rows (K-major) or K steps (MN-major) */
+    int batch_axes;
+    int64_t batch_dim[MAX_MAP_BATCH], batch_div[MAX_MAP_BATCH], batch_stride[MAX_MAP_BATCH];
+} operand_t;
+
+typedef struct problem {
+    const dnnjit__node_t *mm;
+    const dnnjit__tensor_t *c;
+    int64_t m, n, k, batch;
+    bool bf16;
+    operand_t a, b;
+} problem_t;
+
+/* Describes A (is_b false: axes [M, K]) or B (axes [K, N], seen as [N, K]) for TMA; false
+ * with `why` when TMA cannot load it. */
+static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, bool is_b, operand_t *o, char *why,
+                       size_t why_size)
+{
+    *o = (operand_t){.t = t};
+    const char *name = is_b ? "B" : "A";
+    int nd = t->ndim;
+    int row_axis = is_b ? nd - 1 : nd - 2, k_axis = is_b ? nd - 2 : nd - 1;
+    o->rows = t->dim[row_axis];
+    /* A stride along an axis of one element never moves; calling it 1 lets either axis be
+     * the contiguous one. */
+    int64_t srows = o->rows == 1 ? 1 : t->stride[row_axis];
+    int64_t sk = t->dim[k_axis] == 1 ? 1 : t->stride[k_axis];
+    int64_t outer_extent;
+    if (sk == 1) {
+        o->kmajor = true;
+        o->outer_stride = srows;
+        outer_extent = o->rows;
+    } else if (srows == 1) {
+        o->outer_stride = sk;
+        outer_extent = t->dim[k_axis];
+    } else {
+        snprintf(why, why_size, "%s has neither its K nor its %s axis contiguous, which TMA needs", name,
+                 is_b ? "N" : "M");
+        return false;
+    }
+    if (outer_extent > 1 && (o->outer_stride <= 0 || o->outer_stride * 2 % 16 != 0)) {
+        snprintf(why, why_size, "%s's stride of %lld elements along its %s axis is not a positive multiple of 16 bytes, "
+                 "which TMA needs", name, (long long)o->outer_stride, o->kmajor ? (is_b ? "N" : "M") : "K");
+        return false;
+    }
+    /* C's batch axes, innermost first, right-aligned with t's. */
+    int64_t div = 1;
+    for (int i = c->ndim - 3; i >= 0; i--) {
+        int ta = i - (c->ndim - nd);
+        int64_t stride = ta >= 0 && t->dim[ta] != 1 ? t->stride[ta] : 0;
+        if (c->dim[i] > 1 && stride != 0) {
+            if (stride < 0 || stride * 2 % 16 != 0) {
+                snprintf(why, why_size, "%s's stride of %lld elements along batch dimension %d is not a positive "
+                         "multiple of 16 bytes, which TMA needs", name, (long long)stride, ta);
+                return false;
+            }
+            if (o->batch_axes == MAX_MAP_BATCH) {
+                snprintf(why, why_size, "%s has more than %d batch axes, more than a tensor map holds", name,
+                         MAX_MAP_BATCH);
+                return false;
+            }
+            o->batch_dim[o->batch_axes] = c->dim[i];
+            o->batch_div[o->batch_axes] = div;
+            o->batch_stride[o->batch_axes] = stride;
+            o->batch_axes++;
+        }
+        div *= c->dim[i];
+    }
+    return true;
+}
+
+static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p, char *why, size_t why_size)
+{
+    if (grp->kind != DNNJIT__GROUP_GEMM) {
+        snprintf(why, why_size, "not a matmul group");
+        return false;
+    }
+    const dnnjit__node_t *mm = &g->nodes[grp->first_node];
+    const dnnjit__tensor_t *a = dnnjit__tensor(g, mm->in[0]), *b = dnnjit__tensor(g, mm->in[1]);
+    const dnnjit__tensor_t *c = dnnjit__tensor(g, mm->out[0]);
+    if (a->resolved_type != b->resolved_type ||
+        (a->resolved_type != DNNJIT_DATA_TYPE_HALF && a->resolved_type != DNNJIT_DATA_TYPE_BFLOAT16)) {
+        snprintf(why, why_size, "the sm_90 GEMM takes A and B both HALF or both BFLOAT16 (A is %s, B is %s)",
+                 dnnjit_data_type_name(a->resolved_type), dnnjit_data_type_name(b->resolved_type));
+        return false;
+    }
+    if (dnnjit__node_compute_type(g, mm) != DNNJIT_DATA_TYPE_FLOAT) {
+        snprintf(why, why_size, "the sm_90 GEMM accumulates in FLOAT only");
+        return false;
+    }
+    p->mm = mm;
+    p->c = c;
+    p->m = c->dim[c->ndim - 2];
+    p->n = c->dim[c->ndim - 1];
+    p->k = a->dim[a->ndim - 1];
+    p->batch = dnnjit__numel(c->ndim - 2, c->dim);
+    p->bf16 = a->resolved_type == DNNJIT_DATA_TYPE_BFLOAT16;
+    /* Tile coordinates are 32-bit in the kernel and in TMA. */
+    if (p->m > INT32_MAX - 256 || p->n > INT32_MAX - 256 || p->k > INT32_MAX - 256) {
+        snprintf(why, why_size, "M, N or K exceeds the 32-bit coordinates of TMA");
+        return false;
+    }
+    return operand_of(a, c, false, &p->a, why, why_size) && operand_of(b, c, true, &p->b, why, why_size);
+}
+
+static int64_t smem_bytes(const knob_t *kn)
+{
+    /* The 1024-byte alignment of the swizzled stages, the stages, two barriers per stage. */
+    return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K * 2 + 16 * kn->stages;
+}
+
+static int64_t tiles_of(const problem_t *p, const knob_t *kn)
+{
+    return ((p->m + TILE_M - 1) / TILE_M) * ((p->n + kn->bn - 1) / kn->bn);
+}
+
+/* The tensor map of one operand over argument slot `slot`. */
+static dnnjit__tma_operand_t tma_of(const operand_t *o, int64_t k, bool bf16, int box_rows, int slot)
+{
+    dnnjit__tma_operand_t t = {.slot = slot,
+                               .dtype = bf16 ? DNNJIT__TMA_DTYPE_BFLOAT16 : DNNJIT__TMA_DTYPE_FLOAT16,
+                               .rank = 2 + o->batch_axes,
+                               .swizzle = DNNJIT__TMA_SWIZZLE_128B};
+    t.dims[0] = (uint64_t)(o->kmajor ? k : o->rows);
+    t.dims[1] = (uint64_t)(o->kmajor ? o->rows : k);
+    /* A stride along a single row is never used, but must still be one TMA accepts. */
+    t.strides[0] = t.dims[1] > 1 ? (uint64_t)o->outer_stride * 2 : (t.dims[0] * 2 + 15) / 16 * 16;
+    t.box[0] = 64;
+    t.box[1] = o->kmajor ? (uint32_t)box_rows : TILE_K;
+    for (int i = 0; i < o->batch_axes; i++) {
+        t.dims[2 + i] = (uint64_t)o->batch_dim[i];
+        t.strides[1 + i] = (uint64_t)o->batch_stride[i] * 2;
+        t.box[2 + i] = 1;
+    }
+    return t;
+}
+
+/* Whether both tensor maps are ones cuTensorMapEncodeTiled takes (strides below 2^40 bytes,
+ * dimensions below 2^32 elements); `why` names the operand and the rule otherwise. */
+static bool maps_valid(const problem_t *p, const knob_t *kn, int tensor_count, char *why, size_t why_size)
+{
+    const operand_t *ops[2] = {&p->a, &p->b};
+    for (int i = 0; i < 2; i++) {
+        dnnjit__tma_operand_t t = tma_of(ops[i], p->k, p->bf16, i ? kn->bn : TILE_M, 0);
+        char rule[120];
+        if (!dnnjit__tma_operand_valid(&t, tensor_count, rule, sizeof rule)) {
+            snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
+                          size_t why_size)
+{
+    problem_t p;
+    char reason[200] = "";
+    dnnjit__kernel_t slots = {0};
+    knob_t kn = decode(knob);
+    if (!arch || strcmp(arch, "sm_90a") != 0)
+        snprintf(reason, sizeof reason, "wgmma and setmaxnreg need sm_90a, not %s", arch && *arch ? arch : "no GPU");
+    else if (!describe(g, grp, &p, reason, sizeof reason)) {
+    } else if (!dnnjit__kernel_assign_slots(g, grp, &slots))
+        snprintf(reason, sizeof reason, "the group touches more tensors or scalars than a kernel takes");
+    else if (!maps_valid(&p, &kn, slots.tensor_count, reason, sizeof reason)) {
+    } else if (smem_bytes(&kn) > SMEM_LIMIT)
+        snprintf(reason, sizeof reason, "the tile needs %lld bytes of shared memory, more than sm_90a has",
+                 (long long)smem_bytes(&kn));
+    if (*reason && why)
+        snprintf(why, why_size, "%s", reason);
+    return !*reason;
+}
+
+static void sm90_knob_name(int knob, char *buf, size_t size)
+{
+    knob_t kn = decode(knob);
+    snprintf(buf, size, "%dx%dx%d_s%d%s", TILE_M, kn.bn, TILE_K, kn.stages, kn.raster_n ? "_rn" : "");
+}
+
+/* The share of the persistent grid's tile slots (one per SM per round) that hold a tile. */
+static double wave_efficiency(int64_t work)
+{
+    int64_t rounds = (work + SM_COUNT - 1) / SM_COUNT;
+    return (double)work / (double)(rounds * SM_COUNT);
+}
+
+/* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
+ * tenth less than 128x256, which reloads its operands more often); the launch, barrier setup
+ * and the pipeline's fill cost a few microseconds more than the sm_80 kernel's. */
+static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
+{
+    problem_t p;
+    char why[200];
+    knob_t kn = decode(knob);
+    if (!describe(g, grp, &p, why, sizeof why))
+        return 1e30;
+    double rate = 6.0e6 * (kn.bn == 256 ? 1.0 : 0.9);
+    int64_t work = p.batch * tiles_of(&p, &kn);
+    double rounds = (double)((work + SM_COUNT - 1) / SM_COUNT);
+    double k_padded = (double)((p.k + TILE_K - 1) / TILE_K * TILE_K);
+    double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / rate;
+    double bytes = 2.0 * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) + 4.0 * (double)p.batch * p.m * p.n;
+    return 5.0 + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + 0.1 * (5 - kn.stages) + (kn.raster_n ? 0.05 : 0);
+}
+
+/* Mode A's rule within the engine: the tile whose rounds over the SMs waste the least and
+ * that pads the matrix least, the wider tile on a tie (fewer operand reloads), then the
+ * deeper pipeline, then the tile order grouped along M. */
+static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
+{
+    problem_t p;
+    char why[200];
+    knob_t kn = decode(knob);
+    if (!describe(g, grp, &p, why, sizeof why))
+        return 1e30;
+    double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
+    return (1.0 - wave_efficiency(p.batch * tiles_of(&p, &kn))) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 1) -
+           0.1 * kn.stages + (kn.raster_n ? 0.05 : 0);
+}
+
+/* Mode A: a problem of fewer 128x128 tiles than half the SMs (seed 000's 4x64x64x128, say)
+ * leaves most of the GPU idle whatever the tile; the sm_80 engine's smaller tiles and
+ * split-K spread it wider, so its plans rank first there. */
+static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
+{
+    problem_t p;
+    char why[200];
+    (void)knob;
+    if (!describe(g, grp, &p, why, sizeof why))
+        return true;
+    knob_t narrow = {128, 4, false};
+    return p.batch * tiles_of(&p, &narrow) < SM_COUNT / 2;
+}
+
+/* dj_<name>_batch_coords(b, c): the batch coordinates of batch entry b in the operand's
+ * tensor map. */
+static void emit_batch_coords(dnnjit__strbuf_t *sb, const char *name, const operand_t *o)
+{
+    dnnjit__sb_printf(sb, "__device__ __forceinline__ void dj_%s_batch_coords(dj_i64 b, int (&c)[3])\n{\n", name);
+    for (int i = 0; i < o->batch_axes; i++)
+        dnnjit__sb_printf(sb, "    c[%d] = (int)(b / %lldLL %% %lldLL);\n", i, (long long)o->batch_div[i],
+                          (long long)o->batch_dim[i]);
+    dnnjit__sb_append(sb, "    (void)b;\n    (void)c;\n}\n");
+}
+
+/* dj_wgmma: one m64n<bn>k16 wgmma on shared-memory descriptors, accumulating (scale-d 1)
+ * into the thread's bn/2 floats; the transpose bits select M- or N-major operands. */
+static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, bool bf16, bool a_kmajor, bool b_kmajor)
+{
+    int acc = bn / 2;
+    const char *type = bf16 ? "bf16" : "f16";
+    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma(float (&d)[DJ_ACC], dj_u64 desc_a, dj_u64 desc_b)\n"
+                          "{\n    asm volatile(\"{\\n.reg .pred p;\\n\"\n");
+    dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\n\"\n", acc + 2);
+    dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", bn, type, type);
+    for (int i = 0; i < acc; i++)
+        dnnjit__sb_printf(sb, "%s%%%d", i ? ", " : "", i);
+    dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n                 : ", acc, acc + 1, a_kmajor ? 0 : 1,
+                      b_kmajor ? 0 : 1);
+    for (int i = 0; i < acc; i++)
+        dnnjit__sb_printf(sb, "%s\"+f\"(d[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "", i);
+    dnnjit__sb_append(sb, "\n                 : \"l\"(desc_a), \"l\"(desc_b), \"r\"(1));\n}\n");
+}
+
+static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t *part, const dnnjit__group_t *grp,
+                                     int knob, dnnjit__kernel_t *k)
+{
+    (void)part;
+    *k = (dnnjit__kernel_t){0};
+    problem_t p;
+    char why[200] = "too many tensors for one kernel";
+    knob_t kn = decode(knob);
+    if (!describe(g, grp, &p, why, sizeof why) || !dnnjit__kernel_assign_slots(g, grp, k) ||
+        !maps_valid(&p, &kn, k->tensor_count, why, sizeof why))
+        return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "gemm_sm90 engine: matmul \"%s\": %s",
+                            g->nodes[grp->first_node].name, why);
+    int slot_a = dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[0]);
+    int slot_b = dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[1]);
+
+    dnnjit__strbuf_t sb = {0};
+    dnnjit__sb_append(&sb, dnnjit__template("common.cuh"));
+    dnnjit__sb_printf(&sb, "\n// ---- generated by the gemm_sm90 engine for matmul \"%s\" ----\n", p.mm->name);
+    dnnjit__sb_printf(&sb, "typedef %s dj_tin;\n", dnnjit__cuda_type(p.a.t->resolved_type));
+    dnnjit__sb_printf(&sb, "constexpr int DJ_BM = %d, DJ_BN = %d, DJ_BK = %d, DJ_STAGES = %d, DJ_GROUP = %d;\n", TILE_M,
+                      kn.bn, TILE_K, kn.stages, GROUP);
+    dnnjit__sb_printf(&sb, "constexpr bool DJ_RASTER_N = %s;\n", kn.raster_n ? "true" : "false");
+    dnnjit__sb_printf(&sb, "constexpr dj_i64 DJ_M = %lldLL, DJ_N = %lldLL, DJ_K = %lldLL, DJ_BATCH = %lldLL;\n",
+                      (long long)p.m, (long long)p.n, (long long)p.k, (long long)p.batch);
+    dnnjit__sb_printf(&sb, "constexpr bool DJ_A_KMAJOR = %s, DJ_B_KMAJOR = %s;\n", p.a.kmajor ? "true" : "false",
+                      p.b.kmajor ? "true" : "false");
+    dnnjit__sb_printf(&sb, "constexpr int DJ_A_RANK = %d, DJ_B_RANK = %d;\n", 2 + p.a.batch_axes, 2 + p.b.batch_axes);
+    dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\n", kn.bn / 2);
+    emit_batch_coords(&sb, "a", &p.a);
+    emit_batch_coords(&sb, "b", &p.b);
+    emit_wgmma(&sb, kn.bn, p.bf16, p.a.kmajor, p.b.kmajor);
+    dnnjit__sb_append(&sb, "\n");
+    dnnjit__emit_group_element(&sb, g, grp, k, p.c, p.mm->out[0], DNNJIT__ELEMENT_AT_COORDS);
+    dnnjit__sb_append(&sb, dnnjit__template("gemm_wgmma.cuh"));
+    k->source = dnnjit__sb_take(&sb);
+    if (!k->source)
+        return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "gemm_sm90 engine: out of memory generating source");
+    snprintf(k->entry, sizeof k->entry, "dj_gemm_sm90");
+    int64_t work = p.batch * tiles_of(&p, &kn);
+    k->grid[0] = (unsigned)(work < SM_COUNT ? work : SM_COUNT);
+    k->grid[1] = k->grid[2] = 1;
+    k->block[0] = THREADS;
+    k->block[1] = k->block[2] = 1;
+    k->shared_bytes = (unsigned)smem_bytes(&kn);
+    k->tma_count = 2;
+    k->tma[0] = tma_of(&p.a, p.k, p.bf16, TILE_M, slot_a);
+    k->tma[1] = tma_of(&p.b, p.k, p.bf16, kn.bn, slot_b);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
+    .name = "gemm_sm90",
+    .knob_count = TILE_COUNT * STAGE_COUNT * 2,
+    .supports = sm90_supports,
+    .knob_name = sm90_knob_name,
+    .cost = sm90_cost,
+    .rule = sm90_rule,
+    .defer = sm90_defer,
+    .generate = sm90_generate,
+};

@@ -1,0 +1,301 @@
+// Tensor-core GEMM for sm_90a: C[batch] = A[batch] * B[batch] with wgmma from shared memory,
+// operands brought in by TMA through a pipeline of mbarriers, then the group's fused epilogue
+// applied to the accumulator registers.
+//
+// A CTA of three warpgroups stays resident (one per SM) and walks the output tiles
+// blockIdx.x, blockIdx.x + gridDim.x, ... in grouped order (DJ_GROUP tiles along one axis
+// before stepping along the other, so that neighbouring CTAs share operand tiles in L2).
+// Warpgroup 0 is the producer: it gives up most of its registers and one of its threads
+// issues the TMA loads of every K tile into a ring of DJ_STAGES shared-memory stages.
+// Warpgroups 1 and 2 are the consumers: they take the registers the producer gave up, and
+// each multiplies 64 rows of the DJ_BM x DJ_BN tile with m64nNk16 wgmma, releasing a stage
+// once the wgmma reading it has completed. Each stage has a `full` barrier (the producer's
+// expected bytes, completed by TMA) and an `empty` barrier (one arrival per consumer warp).
+//
+// The generator places before this file:
+//   dj_tin                    storage type of A and B (dj_half or dj_bf16)
+//   DJ_BM DJ_BN DJ_BK DJ_STAGES DJ_GROUP DJ_RASTER_N   the knobs
+//   DJ_M DJ_N DJ_K DJ_BATCH   the problem
+//   DJ_ACC                    accumulators per consumer thread: 64 x DJ_BN / 128
+//   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
+//       axis, the rank of its tensor map, and the map's batch coordinates of batch entry b
+//   DJ_B_KMAJOR DJ_B_RANK dj_b_batch_coords(b, c)   the same for B over [N, K]
+//   dj_wgmma(d, desc_a, desc_b)   one m64n<DJ_BN>k16 wgmma accumulating into d, with the
+//       transpose bits of the operands' majors
+//   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
+//       and (when pair) col + 1; stores every output
+//
+// Shared-memory layout of one stage, both operands in TMA's 128-byte swizzle (atoms of eight
+// 128-byte rows, 1024-byte aligned):
+//   K-major operand (R rows):  R rows of DJ_BK = 64 K elements (128 bytes), one TMA box.
+//   MN-major operand (R rows): R / 64 chunks, each DJ_BK K rows of 64 M-or-N elements
+//       (8192 bytes), one TMA box each.
+// Either way a consumer's 64 rows of A start 8192 bytes into the A stage.
+
+constexpr int DJ_THREADS = 384;
+constexpr int DJ_CONSUMER_WARPS = 8;
+constexpr int DJ_TILES_M = (int)((DJ_M + DJ_BM - 1) / DJ_BM);
+constexpr int DJ_TILES_N = (int)((DJ_N + DJ_BN - 1) / DJ_BN);
+constexpr int DJ_TILES = DJ_TILES_M * DJ_TILES_N;
+constexpr dj_i64 DJ_WORK = (dj_i64)DJ_TILES * DJ_BATCH;
+constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
+constexpr unsigned DJ_A_STAGE = DJ_BM * DJ_BK * 2;
+constexpr unsigned DJ_B_STAGE = DJ_BN * DJ_BK * 2;
+constexpr unsigned DJ_CHUNK = 64 * DJ_BK * 2; // one MN-major chunk, or 64 K-major rows
+
+static_assert(DJ_BK * 2 == 128, "a K tile's row is one 128-byte swizzle span");
+static_assert(DJ_BM == 128, "two consumer warpgroups of 64 rows each");
+static_assert(DJ_BN % 64 == 0 && DJ_BN <= 256 && DJ_ACC == DJ_BN / 2, "wgmma's N and TMA's box");
+
+// A CUtensorMap: 128 opaque bytes, 64-byte aligned.
+struct __align__(64) DjTensorMap {
+    dj_u64 opaque[16];
+};
+
+// ---- PTX wrappers -----------------------------------------------------------------
+
+__device__ __forceinline__ unsigned dj_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void dj_mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+// The producer's arrival, announcing the bytes TMA will deliver to this phase.
+__device__ __forceinline__ void dj_mbar_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void dj_mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Waits until the phase of parity `parity` has completed. A barrier's phase before its
+// first one counts as completed, so waiting for parity 1 on a fresh barrier returns at once.
+__device__ __forceinline__ void dj_mbar_wait(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+// One TMA box of `map` at coordinates c (innermost first) into shared memory at dst,
+// completing `bar`'s expected bytes. Boxes reaching past the tensor are filled with zeros.
+template <int RANK>
+__device__ __forceinline__ void dj_tma_load(unsigned dst, const DjTensorMap *map, unsigned bar, const int (&c)[5])
+{
+    const dj_u64 m = (dj_u64)map;
+    if constexpr (RANK == 2)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], "
+                     "[%2];\n" ::"r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1])
+                     : "memory");
+    else if constexpr (RANK == 3)
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, "
+                     "%5}], [%2];\n" ::"r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2])
+                     : "memory");
+    else if constexpr (RANK == 4)
+        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, "
+                     "%5, %6}], [%2];\n" ::"r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
+                     : "memory");
+    else
+        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, "
+                     "%5, %6, %7}], [%2];\n" ::"r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]),
+                     "r"(c[4])
+                     : "memory");
+}
+
+__device__ __forceinline__ void dj_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void dj_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void dj_wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Keeps the compiler from moving accesses to the accumulators across the asynchronous
+// wgmma that owns them.
+__device__ __forceinline__ void dj_fence_acc(float (&d)[DJ_ACC])
+{
+#pragma unroll
+    for (int i = 0; i < DJ_ACC; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
+// stride byte offsets, each in 16-byte units; mode 1 (128B) in bits 62-63.
+__device__ __forceinline__ dj_u64 dj_desc(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    return (dj_u64)((addr & 0x3FFFF) >> 4) | (dj_u64)(lbo >> 4) << 16 | (dj_u64)(sbo >> 4) << 32 | 1ull << 62;
+}
+
+// The descriptor of an operand's 16-deep K slice kk at `stage`. K-major: the slice is 32
+// bytes into every 128-byte row (the hardware applies the swizzle to the address it forms),
+// eight-row groups 1024 bytes apart. MN-major: the slice is 16 rows of 128 bytes further,
+// eight-row K groups 1024 bytes apart (SBO), 64-wide M or N chunks DJ_CHUNK apart (LBO).
+template <bool KMAJOR> __device__ __forceinline__ dj_u64 dj_operand_desc(unsigned stage, int kk)
+{
+    if constexpr (KMAJOR)
+        return dj_desc(stage + kk * 32, 16, 1024);
+    else
+        return dj_desc(stage + kk * 16 * 128, DJ_CHUNK, 1024);
+}
+
+// ---- tiles and loads ----------------------------------------------------------------
+
+// Batch entry and tile of work item `work`, in grouped order.
+__device__ __forceinline__ void dj_tile_of(dj_i64 work, dj_i64 &batch, int &tm, int &tn)
+{
+    batch = work / DJ_TILES;
+    const int t = (int)(work % DJ_TILES);
+    constexpr int major = DJ_RASTER_N ? DJ_TILES_N : DJ_TILES_M; // the grouped axis
+    constexpr int minor = DJ_RASTER_N ? DJ_TILES_M : DJ_TILES_N;
+    const int per_group = DJ_GROUP * minor;
+    const int first = t / per_group * DJ_GROUP;
+    const int size = major - first < DJ_GROUP ? major - first : DJ_GROUP;
+    const int a = first + t % per_group % size, b = t % per_group / size;
+    tm = DJ_RASTER_N ? b : a;
+    tn = DJ_RASTER_N ? a : b;
+}
+
+// The 64-row chunks of an MN-major operand tile at r0 that start inside its EXTENT rows:
+// chunks wholly past the matrix are not loaded (their stale contents only reach outputs past
+// the edge, which the epilogue does not store).
+template <bool KMAJOR, int ROWS, dj_i64 EXTENT> __device__ __forceinline__ int dj_chunks(int r0)
+{
+    if constexpr (KMAJOR)
+        return ROWS / 64;
+    const dj_i64 left = (EXTENT - r0 + 63) / 64;
+    return left < ROWS / 64 ? (int)left : ROWS / 64;
+}
+
+// Loads rows r0.. (ROWS of them) by K tile k0 of one operand into `dst`: one box when
+// K-major, `chunks` boxes of 64 rows when MN-major.
+template <bool KMAJOR, int RANK>
+__device__ __forceinline__ void dj_load_operand(unsigned dst, const DjTensorMap *map, unsigned bar, int r0, int k0,
+                                                int chunks, const int (&batch)[3])
+{
+    int c[5] = {0, 0, batch[0], batch[1], batch[2]};
+    if constexpr (KMAJOR) {
+        c[0] = k0;
+        c[1] = r0;
+        dj_tma_load<RANK>(dst, map, bar, c);
+    } else {
+        for (int chunk = 0; chunk < chunks; chunk++) {
+            c[0] = r0 + chunk * 64;
+            c[1] = k0;
+            dj_tma_load<RANK>(dst + chunk * DJ_CHUNK, map, bar, c);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
+    dj_gemm_sm90(const DjArgs args, const __grid_constant__ DjTensorMap map_a, const __grid_constant__ DjTensorMap map_b)
+{
+    // The swizzle atoms must start on 1024-byte boundaries; the launch asks for 1 KiB extra
+    // to round up to one. (Declaring the array 1024-aligned instead would let the compiler
+    // drop the rounding on the strength of an alignment the launch does not promise.)
+    extern __shared__ __align__(16) unsigned char dj_smem[];
+    const unsigned base = (dj_smem_u32(dj_smem) + 1023u) & ~1023u;
+    const unsigned a_stages = base, b_stages = base + DJ_STAGES * DJ_A_STAGE;
+    const unsigned bars = b_stages + DJ_STAGES * DJ_B_STAGE;
+    auto full = [&](int s) { return bars + 8u * (unsigned)s; };
+    auto empty = [&](int s) { return bars + 8u * (unsigned)(DJ_STAGES + s); };
+
+    const int warpgroup = (int)threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < DJ_STAGES; s++) {
+            dj_mbar_init(full(s), 1);
+            dj_mbar_init(empty(s), DJ_CONSUMER_WARPS);
+        }
+        // Makes the initialised barriers visible to the TMA unit (the async proxy).
+        asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warpgroup == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (threadIdx.x != 0)
+            return;
+        asm volatile("prefetch.tensormap [%0];\nprefetch.tensormap [%1];\n" ::"l"((dj_u64)&map_a), "l"((dj_u64)&map_b)
+                     : "memory");
+        int it = 0;
+        for (dj_i64 work = blockIdx.x; work < DJ_WORK; work += gridDim.x) {
+            dj_i64 batch;
+            int tm, tn, ca[3] = {0, 0, 0}, cb[3] = {0, 0, 0};
+            dj_tile_of(work, batch, tm, tn);
+            dj_a_batch_coords(batch, ca);
+            dj_b_batch_coords(batch, cb);
+            const int chunks_a = dj_chunks<DJ_A_KMAJOR, DJ_BM, DJ_M>(tm * DJ_BM);
+            const int chunks_b = dj_chunks<DJ_B_KMAJOR, DJ_BN, DJ_N>(tn * DJ_BN);
+            // TMA counts a box's every byte, zeros filled past the matrix included.
+            const unsigned bytes = (unsigned)(chunks_a + chunks_b) * DJ_CHUNK;
+            for (int kt = 0; kt < DJ_KTILES; kt++, it++) {
+                const int s = it % DJ_STAGES;
+                dj_mbar_wait(empty(s), ((it / DJ_STAGES) & 1) ^ 1);
+                dj_mbar_expect_tx(full(s), bytes);
+                dj_load_operand<DJ_A_KMAJOR, DJ_A_RANK>(a_stages + s * DJ_A_STAGE, &map_a, full(s), tm * DJ_BM,
+                                                        kt * DJ_BK, chunks_a, ca);
+                dj_load_operand<DJ_B_KMAJOR, DJ_B_RANK>(b_stages + s * DJ_B_STAGE, &map_b, full(s), tn * DJ_BN,
+                                                        kt * DJ_BK, chunks_b, cb);
+            }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    const int consumer = warpgroup - 1, lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32 % 4;
+    float acc[DJ_ACC];
+    int it = 0;
+    for (dj_i64 work = blockIdx.x; work < DJ_WORK; work += gridDim.x) {
+        dj_i64 batch;
+        int tm, tn;
+        dj_tile_of(work, batch, tm, tn);
+#pragma unroll
+        for (int i = 0; i < DJ_ACC; i++)
+            acc[i] = 0.0f;
+        int previous = -1;
+        for (int kt = 0; kt < DJ_KTILES; kt++, it++) {
+            const int s = it % DJ_STAGES;
+            dj_mbar_wait(full(s), (it / DJ_STAGES) & 1);
+            const unsigned sa = a_stages + s * DJ_A_STAGE + consumer * DJ_CHUNK, sb = b_stages + s * DJ_B_STAGE;
+            dj_fence_acc(acc);
+            dj_wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < DJ_BK / 16; kk++)
+                dj_wgmma(acc, dj_operand_desc<DJ_A_KMAJOR>(sa, kk), dj_operand_desc<DJ_B_KMAJOR>(sb, kk));
+            dj_wgmma_commit();
+            dj_fence_acc(acc);
+            // The previous stage's wgmma has finished reading once at most this one is in
+            // flight: hand that stage back to the producer.
+            if (previous >= 0) {
+                dj_wgmma_wait<1>();
+                dj_fence_acc(acc);
+                if (lane == 0)
+                    dj_mbar_arrive(empty(previous));
+            }
+            previous = s;
+        }
+        dj_wgmma_wait<0>();
+        dj_fence_acc(acc);
+        if (previous >= 0 && lane == 0)
+            dj_mbar_arrive(empty(previous));
+
+        // The accumulator of m64nNk16: thread (warp, lane) holds rows warp*16 + lane/4 (+8)
+        // and, for each 8-column slice j, columns 8j + 2*(lane%4) and the next one.
+        const int row0 = tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4;
+        const int col0 = tn * DJ_BN + 2 * (lane % 4);
+#pragma unroll
+        for (int j = 0; j < DJ_BN / 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int row = row0 + h * 8, col = col0 + j * 8;
+                if (row < DJ_M && col < DJ_N)
+                    dj_epilogue(batch, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], col + 1 < DJ_N, args);
+            }
+    }
+}

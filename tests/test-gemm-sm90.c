@@ -1,0 +1,431 @@
+/* The sm_90a GEMM engine without a GPU: every knob compiling with NVRTC for sm_90a in fp16
+ * and bf16 with K-major and M/N-major operands, the big bf16 plan's SASS using HGMMA and
+ * UTMALDG (when cuobjdump is found), the tensor maps it describes, its refusals, mode A's
+ * order against the sm_80 engine, and a serialized plan with tensor maps read back. Needs
+ * NVRTC; skipped without it. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "util.h"
+
+#include "engine/engine.h"
+#include "jit/jit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+extern const dnnjit__engine_t dnnjit__engine_gemm_sm90;
+
+static const dnnjit__engine_t *const engine = &dnnjit__engine_gemm_sm90;
+
+typedef struct shape {
+    int64_t m, n, k, batch;
+    bool a_col, b_col;  /* A M-major, B K-major (column-major) */
+    bool b_broadcast;   /* B is [1, K, N] */
+    int64_t lda;        /* A's row stride when A is row-major (0: packed) */
+} shape_t;
+
+/* relu(A @ B + bias) over the given shape. */
+static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, dnnjit_data_type_t io, dnnjit_data_type_t compute, shape_t s)
+{
+    dnnjit_graph_t g = NULL;
+    TU_OK(dnnjit_graph_create(h,
+                              &(dnnjit_graph_attr_t){.name = "gemm",
+                                                     .io_data_type = io,
+                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
+                                                     .compute_data_type = compute},
+                              &g));
+    int64_t lda = s.lda ? s.lda : s.k;
+    int64_t sa[3] = {s.a_col ? s.m * s.k : s.m * lda, s.a_col ? 1 : lda, s.a_col ? s.m : 1};
+    int64_t sb[3] = {s.k * s.n, s.b_col ? 1 : s.n, s.b_col ? s.k : 1};
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(s.batch, s.m, s.k), sa, 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(s.b_broadcast ? 1 : s.batch, s.k, s.n), sb, 0);
+    dnnjit_tensor_t bias = tu_tensor(g, "bias", 3, TU_DIMS(1, 1, s.n), NULL, 0), c;
+    TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_graph_bias(g, "bias_add", c, bias, &c));
+    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "relu", .mode = DNNJIT_POINTWISE_RELU_FWD}, c,
+                                 0, 0, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    TU_OK(dnnjit_graph_validate(g));
+    return g;
+}
+
+/* Compiles a kernel for sm_90a; the CUBIN is returned when `cubin` is not NULL. */
+static void compile(const dnnjit__kernel_t *k, void **cubin, size_t *size)
+{
+    void *bin = NULL;
+    size_t n = 0;
+    if (dnnjit__nvrtc_compile(k->source, k->entry, "sm_90a", NULL, &bin, &n) != DNNJIT_STATUS_SUCCESS)
+        fail_msg("%s for sm_90a: %s", k->entry, dnnjit_last_error());
+    assert_true(n > 0);
+    if (cubin) {
+        *cubin = bin;
+        *size = n;
+    } else {
+        free(bin);
+    }
+}
+
+/* Generates (twice, to the same bytes) and compiles the graph's group with every knob the
+ * engine takes, or only the first of each tile width; returns how many were compiled. */
+static int compile_knobs(dnnjit_graph_t g, bool all_knobs)
+{
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    assert_int_equal(p.group_count, 1);
+    const dnnjit__group_t *grp = &p.groups[0];
+    int compiled = 0, last_bn = 0;
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        if (!engine->supports(g, grp, knob, "sm_90a", NULL, 0))
+            continue;
+        dnnjit__kernel_t k1, k2;
+        TU_OK(engine->generate(g, &p, grp, knob, &k1));
+        TU_OK(engine->generate(g, &p, grp, knob, &k2));
+        assert_string_equal(k1.source, k2.source);
+        assert_int_equal(k1.block[0], 384);
+        assert_true(k1.shared_bytes <= 227 * 1024);
+        assert_int_equal(k1.tma_count, 2);
+        char name[64];
+        int bn = 0;
+        engine->knob_name(knob, name, sizeof name);
+        assert_int_equal(sscanf(name, "128x%d", &bn), 1);
+        if (all_knobs || bn != last_bn) {
+            compile(&k1, NULL, NULL);
+            compiled++;
+        }
+        last_bn = bn;
+        dnnjit__kernel_free(&k1);
+        dnnjit__kernel_free(&k2);
+    }
+    dnnjit__partition_free(&p);
+    return compiled;
+}
+
+static void every_knob_compiles(void **state)
+{
+    (void)state;
+    /* Every knob in both types with one operand of each major; every order of majors with
+     * fewer knobs (the majors change the loads and descriptors, not the knobs' code). */
+    static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_BFLOAT16};
+    for (size_t t = 0; t < 2; t++)
+        for (int order = 0; order < 4; order++) {
+            bool mixed = order == (t == 0 ? 1 : 2);
+            shape_t s = {304, 520, 136, 2, order & 1, order >> 1 & 1, false, 0};
+            dnnjit_graph_t g = gemm_graph(NULL, types[t], DNNJIT_DATA_TYPE_FLOAT, s);
+            int compiled = compile_knobs(g, mixed);
+            printf("%s, A %s-major, B %s-major: %d knobs compiled\n", dnnjit_data_type_name(types[t]),
+                   s.a_col ? "M" : "K", s.b_col ? "K" : "N", compiled);
+            /* 128x128 with 3, 4 and 5 stages and 128x256 with 3 and 4, each in both tile
+             * orders; or one of each tile width. */
+            assert_int_equal(compiled, mixed ? 10 : 2);
+            dnnjit_graph_destroy(g);
+        }
+}
+
+/* The tensor maps follow the strides: a row-major A is K-major with its row stride, a
+ * row-major B N-major (inner dimension N), a broadcast B has no batch dimension, and the
+ * boxes are one 128-byte swizzle row wide. */
+static void tensor_maps(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){100, 200, 40, 3, false, false, true, 48});
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    int knob = 0;
+    while (!engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0))
+        knob++;
+    dnnjit__kernel_t k;
+    TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+    const dnnjit__tma_operand_t *a = &k.tma[0], *b = &k.tma[1];
+    assert_int_equal(a->dtype, DNNJIT__TMA_DTYPE_BFLOAT16);
+    assert_int_equal(a->swizzle, DNNJIT__TMA_SWIZZLE_128B);
+    /* A: [K = 40, M = 100, batch 3], rows 48 elements (96 bytes) apart, batches 100 rows. */
+    assert_int_equal(a->rank, 3);
+    assert_int_equal(a->dims[0], 40);
+    assert_int_equal(a->dims[1], 100);
+    assert_int_equal(a->dims[2], 3);
+    assert_int_equal(a->strides[0], 96);
+    assert_int_equal(a->strides[1], 100 * 48 * 2);
+    assert_int_equal(a->box[0], 64);
+    assert_int_equal(a->box[1], 128);
+    /* B: [N = 200, K = 40], rows of N 400 bytes apart, no batch (it broadcasts). */
+    assert_int_equal(b->rank, 2);
+    assert_int_equal(b->dims[0], 200);
+    assert_int_equal(b->dims[1], 40);
+    assert_int_equal(b->strides[0], 400);
+    assert_int_equal(b->box[0], 64);
+    assert_int_equal(b->box[1], 64);
+    assert_true(dnnjit__tma_operand_valid(a, k.tensor_count, NULL, 0));
+    assert_true(dnnjit__tma_operand_valid(b, k.tensor_count, NULL, 0));
+    assert_non_null(strstr(k.source, "DJ_A_KMAJOR = true, DJ_B_KMAJOR = false"));
+    assert_non_null(strstr(k.source, "m64n128k16.f32.bf16.bf16"));
+    /* A 16-byte stride rule is what TMA checks: 96 bytes pass, 90 do not. */
+    dnnjit__tma_operand_t bad = *a;
+    bad.strides[0] = 90;
+    char why[120] = "";
+    assert_false(dnnjit__tma_operand_valid(&bad, k.tensor_count, why, sizeof why));
+    assert_non_null(strstr(why, "multiple of 16 bytes"));
+    dnnjit__kernel_free(&k);
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
+}
+
+/* The first cuobjdump of $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin and the PATH. */
+static bool find_cuobjdump(char *path, size_t size)
+{
+    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    for (size_t i = 0; i < 3; i++) {
+        if (!homes[i])
+            continue;
+        snprintf(path, size, "%s/bin/cuobjdump", homes[i]);
+        if (access(path, X_OK) == 0)
+            return true;
+    }
+    snprintf(path, size, "cuobjdump");
+    return system("command -v cuobjdump >/dev/null 2>&1") == 0;
+}
+
+/* The 8192^3 bf16 plan's CUBIN holds tensor-core warpgroup MMAs and TMA loads. */
+static void sass_has_hgmma_and_utmaldg(void **state)
+{
+    (void)state;
+    char tool[512];
+    if (!find_cuobjdump(tool, sizeof tool)) {
+        printf("no cuobjdump found: the SASS check is skipped\n");
+        skip();
+    }
+    dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){8192, 8192, 8192, 1, false, false, false, 0});
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    dnnjit__kernel_t k;
+    int knob = 0;
+    while (!engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0))
+        knob++;
+    TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+    void *cubin = NULL;
+    size_t size = 0;
+    compile(&k, &cubin, &size);
+    char file[] = "/tmp/dnnjit-sm90-XXXXXX";
+    int fd = mkstemp(file);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, cubin, size), (ssize_t)size);
+    close(fd);
+    char command[1200];
+    snprintf(command, sizeof command, "'%s' --dump-sass '%s'", tool, file);
+    FILE *out = popen(command, "r");
+    assert_non_null(out);
+    char line[1024];
+    int hgmma = 0, utmaldg = 0;
+    while (fgets(line, sizeof line, out)) {
+        hgmma += strstr(line, "HGMMA") != NULL;
+        utmaldg += strstr(line, "UTMALDG") != NULL;
+    }
+    assert_int_equal(pclose(out), 0);
+    unlink(file);
+    printf("SASS: %d HGMMA, %d UTMALDG\n", hgmma, utmaldg);
+    assert_true(hgmma >= 4);
+    assert_true(utmaldg >= 1);
+    free(cubin);
+    dnnjit__kernel_free(&k);
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
+    dnnjit_handle_destroy(h);
+}
+
+static void refusals(void **state)
+{
+    (void)state;
+    struct {
+        dnnjit_data_type_t io, compute;
+        shape_t shape;
+        const char *arch;
+        const char *fragment;
+    } cases[] = {
+        /* Rows of 36 halves are 72 bytes apart: not a multiple of 16. */
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 36, 1, false, false, false, 0}, "sm_90a",
+         "stride of 36 elements along its M axis is not a positive multiple of 16 bytes"},
+        /* Rows 2^40 bytes apart: beyond the strides a tensor map holds. */
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, {2, 64, 64, 1, false, false, false, (int64_t)1 << 39},
+         "sm_90a", "TMA cannot load A: a stride is not a multiple of 16 bytes below 2^40"},
+        {DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
+         "both HALF or both BFLOAT16"},
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_HALF, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
+         "accumulates in FLOAT"},
+        {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_80",
+         "need sm_90a, not sm_80"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = gemm_graph(NULL, cases[i].io, cases[i].compute, cases[i].shape);
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        for (int knob = 0; knob < engine->knob_count; knob++) {
+            char why[200] = "";
+            assert_false(engine->supports(g, &p.groups[0], knob, cases[i].arch, why, sizeof why));
+            if (!strstr(why, cases[i].fragment))
+                fail_msg("case %zu: \"%s\" lacks \"%s\"", i, why, cases[i].fragment);
+        }
+        /* Generating anyway fails with the reason. */
+        dnnjit__kernel_t k;
+        if (strcmp(cases[i].arch, "sm_90a") == 0) {
+            TU_FAILS(engine->generate(g, &p, &p.groups[0], 0, &k), DNNJIT_STATUS_NOT_SUPPORTED, cases[i].fragment);
+            dnnjit__kernel_free(&k);
+        }
+        dnnjit__partition_free(&p);
+        dnnjit_graph_destroy(g);
+    }
+    /* 128x256 tiles with five stages need more than 227 KiB. */
+    dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){64, 64, 64, 1, false, false, false, 0});
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    int refused = 0;
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        char why[200] = "", name[64];
+        engine->knob_name(knob, name, sizeof name);
+        if (!engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why)) {
+            assert_non_null(strstr(name, "128x256x64_s5"));
+            assert_non_null(strstr(why, "shared memory"));
+            refused++;
+        }
+    }
+    assert_int_equal(refused, 2);
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
+}
+
+/* The first plan of a mode, by name. */
+static char *first_plan(dnnjit_graph_t g, dnnjit_heur_mode_t mode)
+{
+    TU_OK(dnnjit_graph_create_execution_plans(g, &mode, 1));
+    char *name = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+    return name;
+}
+
+/* On sm_90a, mode A puts the engine first for big problems and the sm_80 engine first for
+ * tiny ones (seed 000's shape), with this engine's plans next; on sm_80 it has none. */
+static void heuristics(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h90 = NULL, h80 = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h90));
+    TU_OK(dnnjit_handle_create_for_arch("sm_80", &h80));
+    dnnjit_graph_t big = gemm_graph(h90, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                    (shape_t){4096, 4096, 4096, 1, false, false, false, 0});
+    char *a = first_plan(big, DNNJIT_HEUR_MODE_A);
+    /* 128x256 tiles: 512 of them, in four rounds of 132 CTAs like 1024 128x128 ones. */
+    assert_string_equal(a, "gemm_sm90_128x256x64_s4");
+    char *b = first_plan(big, DNNJIT_HEUR_MODE_B);
+    assert_int_equal(strncmp(b, "gemm_sm90_", 10), 0);
+    dnnjit_free(a);
+    dnnjit_free(b);
+    dnnjit_graph_destroy(big);
+
+    dnnjit_graph_t tiny = gemm_graph(h90, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT,
+                                     (shape_t){64, 64, 128, 4, false, false, false, 0});
+    TU_OK(dnnjit_graph_create_execution_plans(tiny, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
+    int64_t count = 0;
+    TU_OK(dnnjit_graph_get_plan_count(tiny, &count));
+    int64_t first_sm90 = -1, last_sm80 = -1;
+    for (int64_t i = 0; i < count; i++) {
+        char *name = NULL;
+        TU_OK(dnnjit_graph_get_plan_name(tiny, i, &name));
+        if (strncmp(name, "gemm_sm90_", 10) == 0 && first_sm90 < 0)
+            first_sm90 = i;
+        else if (strncmp(name, "gemm_", 5) == 0 && strncmp(name, "gemm_sm90_", 10) != 0)
+            last_sm80 = i;
+        if (i == 0)
+            assert_int_equal(strncmp(name, "gemm_sm90_", 10) != 0 && strncmp(name, "gemm_", 5) == 0, 1);
+        dnnjit_free(name);
+    }
+    assert_true(first_sm90 > last_sm80);
+    dnnjit_graph_destroy(tiny);
+
+    dnnjit_graph_t on80 = gemm_graph(h80, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                     (shape_t){4096, 4096, 4096, 1, false, false, false, 0});
+    a = first_plan(on80, DNNJIT_HEUR_MODE_A);
+    assert_int_equal(strncmp(a, "gemm_sm90", 9) != 0 && strncmp(a, "gemm_", 5) == 0, 1);
+    dnnjit_free(a);
+    dnnjit_graph_destroy(on80);
+    dnnjit_handle_destroy(h90);
+    dnnjit_handle_destroy(h80);
+}
+
+/* A plan with tensor maps, built without a device, serialized and read back: the maps
+ * survive and are checked against what the engine generates; a damaged map is refused. */
+static void serialize_round_trip(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    dnnjit_graph_t g = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){2048, 1024, 256, 2, false, false, false, 0});
+    TU_OK(dnnjit_graph_build(g, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
+    char *name = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+    assert_int_equal(strncmp(name, "gemm_sm90_", 10), 0);
+    void *blob = NULL;
+    size_t size = 0;
+    TU_OK(dnnjit_graph_serialize(g, &blob, &size));
+    dnnjit_graph_t back = NULL;
+    TU_OK(dnnjit_graph_deserialize(h, blob, size, &back));
+    char *back_name = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(back, 0, &back_name));
+    assert_string_equal(name, back_name);
+    void *again = NULL;
+    size_t again_size = 0;
+    TU_OK(dnnjit_graph_serialize(back, &again, &again_size));
+    assert_int_equal(again_size, size);
+
+    /* The first tensor map's box (after its slot, type, rank, swizzle, dims and strides)
+     * sits before the source; find A's box {64, 128} of u32s and widen it. */
+    unsigned char *p = blob;
+    unsigned char box[8] = {64, 0, 0, 0, 128, 0, 0, 0};
+    size_t at = 0;
+    for (size_t i = 32; i + 8 <= size && !at; i++)
+        if (memcmp(p + i, box, 8) == 0)
+            at = i;
+    assert_true(at > 0);
+    p[at] = 72; /* 144 bytes: past the swizzle span */
+    /* Recompute the checksum so that the map's own check is what refuses it. */
+    dnnjit__put_u64(p + 24, XXH3_64bits(p + 32, size - 32));
+    dnnjit_graph_t damaged = NULL;
+    TU_FAILS(dnnjit_graph_deserialize(h, blob, size, &damaged), DNNJIT_STATUS_PARSE_ERROR,
+             "tensor map 0 is impossible: the box's inner extent exceeds the 128-byte swizzle span");
+    /* A box still valid for TMA but not what the engine makes is refused by the comparison. */
+    p[at] = 64;
+    p[at + 4] = 64;
+    dnnjit__put_u64(p + 24, XXH3_64bits(p + 32, size - 32));
+    TU_FAILS(dnnjit_graph_deserialize(h, blob, size, &damaged), DNNJIT_STATUS_PARSE_ERROR,
+             "its tensor map list is not what engine \"gemm_sm90\" generates");
+    dnnjit_free(name);
+    dnnjit_free(back_name);
+    dnnjit_free(blob);
+    dnnjit_free(again);
+    dnnjit_graph_destroy(back);
+    dnnjit_graph_destroy(g);
+    dnnjit_handle_destroy(h);
+}
+
+int main(void)
+{
+    if (dnnjit__nvrtc_load() != DNNJIT_STATUS_SUCCESS) {
+        printf("skipped: %s\n", dnnjit_last_error());
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(tensor_maps),
+        cmocka_unit_test(heuristics),
+        cmocka_unit_test(serialize_round_trip),
+        cmocka_unit_test(sass_has_hgmma_and_utmaldg),
+        cmocka_unit_test(every_knob_compiles),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
