@@ -48,7 +48,11 @@ static void compile_for(const dnnjit__kernel_t *k, const char *arch)
 {
     void *cubin = NULL;
     size_t size = 0;
-    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, NULL, &cubin, &size) != DNNJIT_STATUS_SUCCESS)
+    /* With the kernel's own NVRTC option, as a build compiles it. */
+    const char *const extra[1] = {k->compile_option};
+    const dnnjit__compile_options_t options = {.extra = extra, .extra_count = 1};
+    assert_non_null(k->compile_option);
+    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, &options, &cubin, &size) != DNNJIT_STATUS_SUCCESS)
         fail_msg("%s for %s: %s", k->entry, arch, dnnjit_last_error());
     assert_true(size > 0);
     free(cubin);

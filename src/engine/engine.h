@@ -25,6 +25,8 @@ typedef struct dnnjit__kernel {
      * DjArgs.ptr[scratch_slot]; execute zeroes its first scratch_zero_bytes before the launch. */
     int scratch_slot;
     int64_t scratch_bytes, scratch_zero_bytes;
+    /* One extra NVRTC option the kernel is compiled with (a string literal), or NULL. */
+    const char *compile_option;
 } dnnjit__kernel_t;
 
 typedef struct dnnjit__engine {
