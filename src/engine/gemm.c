@@ -3,7 +3,8 @@
  * tensor cores directly; fp32 inputs either as three TF32 products (about fp32 accuracy) or,
  * in the plans marked REDUCED_PRECISION, as one. Each operand is read in the stride order it
  * has in memory, so transposes cost nothing; sizes, strides and the batch layout are
- * compiled in. Knobs: CTA and warp tiles with pipeline depth, split-K, and the fp32 mode. */
+ * compiled in. Knobs: CTA and warp tiles with pipeline depth and CTAs per SM, split-K, and
+ * the fp32 mode. */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
