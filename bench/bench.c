@@ -4,10 +4,14 @@
  *                            back-to-back calls, median of repeats), host time per execute
  *   dnnjit-bench build-only  the same graph's build time alone (run in a fresh process
  *                            after `run` to measure a build from the warm disk cache)
- *   dnnjit-bench gemm        4096^3 bf16 GEMM and 8x4096^3 bf16 bmm + bias + relu: mode A's
- *                            plan and the fastest listed plan, device time and TFLOP/s,
- *                            and the fastest plan of each tensor-core engine (sm90_*: the
- *                            TMA + wgmma engine, sm80_*: the mma.sync one)
+ *   dnnjit-bench gemm [--all-plans]
+ *                            4096^3 bf16 GEMM and 8x4096^3 bf16 bmm + bias + relu: mode A's
+ *                            plan and the fastest listed plan, device time and TFLOP/s, and
+ *                            the fastest plan of each tensor-core engine (sm90_*: the TMA +
+ *                            wgmma engine, sm80_*: the mma.sync one); with --all-plans also
+ *                            seed 000's batched half matmul, and one line per listed
+ *                            tensor-core plan (device time, TFLOP/s, build time: the NVRTC
+ *                            compile when DNNJIT_CACHE=0) then the picks of modes A and B
  *   dnnjit-bench rows [--all-plans]
  *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
  *                            backwards) on the issue-6 shapes: device time of the plan mode A
@@ -122,13 +126,21 @@ static double device_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack,
     return device_us_per_call_ws(g, pack, n, NULL, calls, repeats);
 }
 
-/* C = act(A @ B + bias) in bf16 with float compute: A [batch, m, k] and B [batch, k, n]
- * row-major; bias [1, 1, n] and relu when `epilogue`. */
-static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, int64_t batch, int64_t m, int64_t n, int64_t k, bool epilogue,
-                                 dnnjit_tensor_t io[4])
+/* One GEMM case of the benchmark: C = act(A @ B + bias) with 16-bit `io` and float compute,
+ * A [batch, m, k] and B [batch, k, n] row-major; bias [1, 1, n] and relu when `epilogue`. */
+typedef struct gemm_case {
+    const char *name;
+    dnnjit_data_type_t io;
+    int64_t batch, m, n, k;
+    bool epilogue;
+} gemm_case_t;
+
+static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, const gemm_case_t *c, dnnjit_tensor_t io[4])
 {
+    int64_t batch = c->batch, m = c->m, n = c->n, k = c->k;
+    bool epilogue = c->epilogue;
     dnnjit_graph_t g;
-    CHECK(dnnjit_graph_create(h, &(dnnjit_graph_attr_t){.name = "gemm", .io_data_type = DNNJIT_DATA_TYPE_BFLOAT16,
+    CHECK(dnnjit_graph_create(h, &(dnnjit_graph_attr_t){.name = "gemm", .io_data_type = c->io,
                                                          .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
                               &g));
     CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "A", .ndim = 3, .dim = (int64_t[]){batch, m, k}}, &io[0]));
@@ -146,17 +158,47 @@ static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, int64_t batch, int64_t m, in
     return g;
 }
 
+/* The median device time of the built plan per call: one timed call first, then as many
+ * back-to-back calls between a pair of events as fill about 5 ms (at least 3, at most 2000),
+ * so that microsecond kernels are not lost in the event resolution. */
+static double gemm_time_built(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t count)
+{
+    int64_t ws_size = 0;
+    CHECK(dnnjit_graph_get_workspace_size(g, &ws_size));
+    dnnjit__cu_deviceptr_t ws = 0;
+    if (ws_size)
+        CU(dnnjit__cuda()->cuMemAlloc(&ws, (size_t)ws_size));
+    void *workspace = (void *)(uintptr_t)ws;
+    double probe = device_us_per_call_ws(g, pack, count, workspace, 1, 3);
+    int calls = probe > 0 ? (int)(5000.0 / probe) : 2000;
+    calls = calls < 3 ? 3 : calls > 2000 ? 2000 : calls;
+    double us = device_us_per_call_ws(g, pack, count, workspace, calls, 9);
+    if (ws)
+        dnnjit__cuda()->cuMemFree(ws);
+    return us;
+}
+
+/* The name of the first plan `mode` lists for g (the plan dnnjit_graph_build would pick). */
+static char *gemm_pick(dnnjit_graph_t g, dnnjit_heur_mode_t mode)
+{
+    char *name = NULL;
+    CHECK(dnnjit_graph_create_execution_plans(g, &mode, 1));
+    CHECK(dnnjit_graph_get_plan_name(g, 0, &name));
+    return name;
+}
+
 /* Times a GEMM graph: mode A's first plan (what dnnjit_graph_build picks) and the best of
- * every plan modes A and B list, each at its median device time. */
-static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64_t m, int64_t n, int64_t k,
-                       bool epilogue)
+ * every plan modes A and B list, each at its median device time. With all_plans, one line
+ * per tensor-core plan (with its build time) and the picks of modes A and B as well. */
+static void bench_gemm(dnnjit_handle_t h, const gemm_case_t *c, bool all_plans)
 {
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
     dnnjit_tensor_t io[4];
-    dnnjit_graph_t g = gemm_graph(h, batch, m, n, k, epilogue, io);
+    dnnjit_graph_t g = gemm_graph(h, c, io);
+    char *pick_a = gemm_pick(g, DNNJIT_HEUR_MODE_A), *pick_b = gemm_pick(g, DNNJIT_HEUR_MODE_B);
     dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
     CHECK(dnnjit_graph_create_execution_plans(g, modes, 2));
-    int64_t sizes[4] = {batch * m * k, batch * k * n, n, batch * m * n};
+    int64_t sizes[4] = {c->batch * c->m * c->k, c->batch * c->k * c->n, c->n, c->batch * c->m * c->n};
     dnnjit__cu_deviceptr_t buf[4];
     dnnjit_variant_t pack[4];
     size_t count = 0;
@@ -164,12 +206,13 @@ static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64
         if (!io[i])
             continue;
         CU(cu->cuMemAlloc(&buf[count], (size_t)sizes[i] * 2));
-        /* Pseudo-random bf16 values in +-[1, 2) (not zeros, which would flatter the tensor
+        /* Pseudo-random 16-bit values in +-[1, 2) (not zeros, which would flatter the tensor
          * cores' power draw): random mantissa and sign under the exponent of 1.0. */
         uint16_t *host = malloc((size_t)sizes[i] * 2);
         for (int64_t j = 0; j < sizes[i]; j++) {
             uint32_t r = (uint32_t)j * 2654435761u;
-            host[j] = (uint16_t)(0x3f80u | (r >> 25) | (r >> 9 & 0x8000u));
+            host[j] = c->io == DNNJIT_DATA_TYPE_HALF ? (uint16_t)(0x3c00u | (r >> 22) | (r >> 9 & 0x8000u))
+                                                     : (uint16_t)(0x3f80u | (r >> 25) | (r >> 9 & 0x8000u));
         }
         CU(cu->cuMemcpyHtoD(buf[count], host, (size_t)sizes[i] * 2));
         free(host);
@@ -180,27 +223,31 @@ static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64
     }
     int64_t plans = 0, best = -1;
     CHECK(dnnjit_graph_get_plan_count(g, &plans));
-    double best_us = 0, first_us = 0, flops = 2.0 * (double)batch * (double)m * (double)n * (double)k;
+    double best_us = 0, first_us = 0, a_us = -1, b_us = -1;
+    double flops = 2.0 * (double)c->batch * (double)c->m * (double)c->n * (double)c->k;
     /* The best plan of each tensor-core engine too: [0] gemm_sm90, [1] gemm (sm_80). */
     double engine_us[2] = {0, 0};
     int64_t engine_best[2] = {-1, -1};
     for (int64_t p = 0; p < plans; p++) {
         char *plan = NULL;
         CHECK(dnnjit_graph_get_plan_name(g, p, &plan));
-        bool fallback = strncmp(plan, "fallback", 8) == 0;
         int engine = strncmp(plan, "gemm_sm90_", 10) == 0 ? 0 : strncmp(plan, "gemm_", 5) == 0 ? 1 : -1;
-        dnnjit_free(plan);
-        if (fallback)
+        if (strncmp(plan, "fallback", 8) == 0) {
+            dnnjit_free(plan);
             continue;
-        int64_t ws_size = 0;
+        }
+        double t0 = now_us();
         CHECK(dnnjit_graph_build_plan_at_index(g, p));
-        CHECK(dnnjit_graph_get_workspace_size(g, &ws_size));
-        dnnjit__cu_deviceptr_t ws = 0;
-        if (ws_size)
-            CU(cu->cuMemAlloc(&ws, (size_t)ws_size));
-        double us = device_us_per_call_ws(g, pack, count, (void *)(uintptr_t)ws, 10, 9);
-        if (ws)
-            cu->cuMemFree(ws);
+        double build_ms = (now_us() - t0) / 1e3;
+        double us = gemm_time_built(g, pack, count);
+        if (all_plans && strncmp(plan, "gemm_", 5) == 0)
+            printf("{\"case\": \"%s@%s\", \"us\": %.2f, \"tflops\": %.1f, \"build_ms\": %.1f}\n", c->name, plan, us,
+                   flops / us / 1e6, build_ms);
+        fflush(stdout);
+        if (strcmp(plan, pick_a) == 0)
+            a_us = us;
+        if (strcmp(plan, pick_b) == 0)
+            b_us = us;
         if (p == 0)
             first_us = us;
         if (best < 0 || us < best_us) {
@@ -211,13 +258,14 @@ static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64
             engine_us[engine] = us;
             engine_best[engine] = p;
         }
+        dnnjit_free(plan);
     }
     char *first = NULL, *fastest = NULL;
     CHECK(dnnjit_graph_get_plan_name(g, 0, &first));
     CHECK(dnnjit_graph_get_plan_name(g, best, &fastest));
     printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"best_us\": %.2f, "
            "\"best_tflops\": %.1f, \"best_plan\": \"%s\"",
-           name, first_us, flops / first_us / 1e6, first, best_us, flops / best_us / 1e6, fastest);
+           c->name, first_us, flops / first_us / 1e6, first, best_us, flops / best_us / 1e6, fastest);
     static const char *const engine_keys[2] = {"sm90", "sm80"};
     for (int e = 0; e < 2; e++) {
         if (engine_best[e] < 0)
@@ -228,10 +276,15 @@ static void bench_gemm(dnnjit_handle_t h, const char *name, int64_t batch, int64
                engine_us[e], engine_keys[e], flops / engine_us[e] / 1e6, engine_keys[e], plan);
         dnnjit_free(plan);
     }
+    if (all_plans)
+        printf(", \"mode_a_plan\": \"%s\", \"mode_a_us\": %.2f, \"mode_b_plan\": \"%s\", \"mode_b_us\": %.2f", pick_a,
+               a_us, pick_b, b_us);
     printf("}\n");
     fflush(stdout);
     dnnjit_free(first);
     dnnjit_free(fastest);
+    dnnjit_free(pick_a);
+    dnnjit_free(pick_b);
     for (size_t i = 0; i < count; i++)
         cu->cuMemFree(buf[i]);
     dnnjit_graph_destroy(g);
@@ -530,8 +583,14 @@ int main(int argc, char **argv)
         return rc;
     }
     if (gemm_only) {
-        bench_gemm(h, "gemm_4096_bf16", 1, 4096, 4096, 4096, false);
-        bench_gemm(h, "bmm_bias_relu_8x4096_bf16", 8, 4096, 4096, 4096, true);
+        static const gemm_case_t cases[] = {
+            {"gemm_4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 4096, 4096, 4096, false},
+            {"bmm_bias_relu_8x4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 8, 4096, 4096, 4096, true},
+            {"seed000_bmm_half", DNNJIT_DATA_TYPE_HALF, 4, 64, 64, 128, false},
+        };
+        bool all_plans = argc > 2 && strcmp(argv[2], "--all-plans") == 0;
+        for (size_t i = 0; i < (all_plans ? 3u : 2u); i++)
+            bench_gemm(h, &cases[i], all_plans);
         dnnjit_handle_destroy(h);
         return 0;
     }

@@ -113,6 +113,9 @@ static void half_and_bf16(void **state)
     static const gemm_case_t cases[] = {
         {"every knob 200x136x8192 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 200, 136, 8192, ROW, COL, BIAS_RELU},
         {"every knob 136x200x4096 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 136, 200, 4096, COL, ROW, PLAIN},
+        /* M, N and K multiples of every tile: the kernels compile their edge checks away. */
+        {"every knob 256x256x2048 bf16 whole", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 2048, ROW, ROW, BIAS_RELU},
+        {"every knob 256x256x1024 half whole", DNNJIT_DATA_TYPE_HALF, 2, 2, 256, 256, 1024, COL, COL, PLAIN},
         {"seed 000 half", DNNJIT_DATA_TYPE_HALF, 4, 4, 64, 64, 128, ROW, ROW, PLAIN},
         {"1x1x1 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 1, 1, 1, ROW, ROW, PLAIN},
         {"7x7x7 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 7, 7, 7, ROW, ROW, PLAIN},
@@ -135,6 +138,7 @@ static void float_inputs(void **state)
     (void)state;
     static const gemm_case_t cases[] = {
         {"every knob 200x136x8192 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 200, 136, 8192, ROW, ROW, BIAS_RELU},
+        {"every knob 256x128x1024 float whole", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 256, 128, 1024, ROW, COL, PLAIN},
         {"7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 77, 1000, ROW, ROW, PLAIN},
         {"1000x7x77 float A col", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 7, 77, COL, ROW, BIAS_RELU},
         {"256x300x128 float B col", DNNJIT_DATA_TYPE_FLOAT, 2, 1, 256, 300, 128, ROW, COL, ROW_BIAS_RESIDUAL},

@@ -48,7 +48,11 @@ static void compile_for(const dnnjit__kernel_t *k, const char *arch)
 {
     void *cubin = NULL;
     size_t size = 0;
-    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, NULL, &cubin, &size) != DNNJIT_STATUS_SUCCESS)
+    /* With the kernel's own NVRTC option, as a build compiles it. */
+    const char *const extra[1] = {k->compile_option};
+    const dnnjit__compile_options_t options = {.extra = extra, .extra_count = 1};
+    assert_non_null(k->compile_option);
+    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, &options, &cubin, &size) != DNNJIT_STATUS_SUCCESS)
         fail_msg("%s for %s: %s", k->entry, arch, dnnjit_last_error());
     assert_true(size > 0);
     free(cubin);
@@ -101,24 +105,58 @@ static void every_knob_every_type(void **state)
         dnnjit_graph_t g = gemm_graph(NULL, types[t], DNNJIT_DATA_TYPE_FLOAT, (shape_t){200, 136, 8192, 1, false, false});
         int taken = check_knobs(g, true);
         printf("%s: %d knobs compiled\n", dnnjit_data_type_name(types[t]), taken);
-        /* Five tiles, each unsplit and split; FLOAT also in TF32 (exact FLOAT takes the two
-         * tiles with small warp tiles). */
-        assert_true(taken >= (types[t] == DNNJIT_DATA_TYPE_FLOAT ? 14 : 10));
+        /* Eleven tiles, each unsplit and split; FLOAT also in TF32 (exact FLOAT takes the five
+         * tiles with warp tiles up to 32x64). */
+        assert_true(taken >= (types[t] == DNNJIT_DATA_TYPE_FLOAT ? 32 : 22));
         dnnjit_graph_destroy(g);
     }
 }
 
+/* Every operand order with ragged edges, and with M, N and K multiples of the tile (the
+ * kernel then drops its edge checks at compile time). */
 static void every_operand_order(void **state)
 {
     (void)state;
     static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT};
+    static const int64_t sizes[2][3] = {{77, 1000, 33}, {256, 512, 128}};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
-        for (int order = 0; order < 4; order++) {
-            shape_t s = {77, 1000, 33, 2, order & 1, order >> 1 & 1};
-            dnnjit_graph_t g = gemm_graph(NULL, types[t], DNNJIT_DATA_TYPE_FLOAT, s);
-            assert_int_equal(check_knobs(g, false), 1);
-            dnnjit_graph_destroy(g);
-        }
+        for (int whole = 0; whole < 2; whole++)
+            for (int order = 0; order < 4; order++) {
+                shape_t s = {sizes[whole][0], sizes[whole][1], sizes[whole][2], 2, order & 1, order >> 1 & 1};
+                dnnjit_graph_t g = gemm_graph(NULL, types[t], DNNJIT_DATA_TYPE_FLOAT, s);
+                assert_int_equal(check_knobs(g, false), 1);
+                dnnjit_graph_destroy(g);
+            }
+}
+
+/* The _occ2 tile asks for two CTAs per SM in its launch bounds, the others for one; the
+ * block size is the warp count of the tile over the warp tile. */
+static void occupancy_knob(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){512, 512, 512, 1, false, false});
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    int occ2 = 0;
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        char name[64];
+        engine->knob_name(knob, name, sizeof name);
+        if (!engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0))
+            continue;
+        dnnjit__kernel_t k;
+        TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+        int bm, bn, wm, wn;
+        assert_int_equal(sscanf(name, "%dx%dx%*d_w%dx%d", &bm, &bn, &wm, &wn), 4);
+        assert_int_equal(k.block[0], (unsigned)(bm / wm * (bn / wn) * 32));
+        bool two = strstr(name, "_occ2") != NULL;
+        assert_non_null(strstr(k.source, two ? "DJ_MIN_BLOCKS = 2;" : "DJ_MIN_BLOCKS = 1;"));
+        occ2 += two;
+        dnnjit__kernel_free(&k);
+    }
+    assert_true(occ2 > 0);
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
 }
 
 /* The layout the generator describes follows the strides: a column-major A is read M-major. */
@@ -188,8 +226,8 @@ static void heuristics(void **state)
     } cases[] = {
         /* On sm_90a the TMA + wgmma engine (test-gemm-sm90) ranks first for big 16-bit shapes. */
         {DNNJIT_DATA_TYPE_BFLOAT16, {4096, 4096, 4096, 1, false, false}, "gemm_sm90_128x256x64_s4"},
-        {DNNJIT_DATA_TYPE_HALF, {64, 64, 128, 4, false, false}, "gemm_64x64x32"},
-        {DNNJIT_DATA_TYPE_BFLOAT16, {64, 64, 8192, 1, false, false}, "gemm_64x64x32_w32x32_s4_splitk"},
+        {DNNJIT_DATA_TYPE_HALF, {64, 64, 128, 4, false, false}, "gemm_32x32x64_w16x16_s3"},
+        {DNNJIT_DATA_TYPE_BFLOAT16, {64, 64, 8192, 1, false, false}, "gemm_32x32x64_w16x16_s3_splitk8"},
         {DNNJIT_DATA_TYPE_FLOAT, {1024, 1024, 1024, 1, false, false}, "gemm_"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -264,6 +302,7 @@ int main(void)
         cmocka_unit_test(heuristics),
         cmocka_unit_test(split_k_workspace),
         cmocka_unit_test(every_operand_order),
+        cmocka_unit_test(occupancy_knob),
         cmocka_unit_test(every_knob_every_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

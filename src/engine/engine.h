@@ -58,6 +58,8 @@ typedef struct dnnjit__kernel {
     /* TMA tensor maps the kernel takes as parameters after DjArgs. */
     int tma_count;
     dnnjit__tma_operand_t tma[DNNJIT__MAX_KERNEL_TMAS];
+    /* One extra NVRTC option the kernel is compiled with (a string literal), or NULL. */
+    const char *compile_option;
 } dnnjit__kernel_t;
 
 typedef struct dnnjit__engine {

@@ -3,7 +3,8 @@
  * tensor cores directly; fp32 inputs either as three TF32 products (about fp32 accuracy) or,
  * in the plans marked REDUCED_PRECISION, as one. Each operand is read in the stride order it
  * has in memory, so transposes cost nothing; sizes, strides and the batch layout are
- * compiled in. Knobs: CTA and warp tiles with pipeline depth, split-K, and the fp32 mode. */
+ * compiled in. Knobs: CTA and warp tiles with pipeline depth and CTAs per SM, split-K, and
+ * the fp32 mode. */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -14,14 +15,20 @@
 #include <string.h>
 
 /* CTA tile (16-bit K extent; fp32 operands take half as many K columns, the same bytes),
- * warp tile and pipeline stages. */
+ * warp tile, pipeline stages, and the CTAs per SM the kernel's registers must allow
+ * (__launch_bounds__; 2 caps a 256-thread CTA at 128 registers per thread). 128x256x64 in
+ * four stages fits sm_90's shared memory only (208 KiB). The last two are
+ * for tiny problems: small tiles launch more CTAs, and two K tiles of 64 in flight at once
+ * cover seed 000's whole K of 128 with one wait. Mode A's rule breaks ties by this order. */
 typedef struct tile_shape {
-    int bm, bn, bk, wm, wn, stages;
+    int bm, bn, bk, wm, wn, stages, min_blocks;
 } tile_shape_t;
 
 static const tile_shape_t TILES[] = {
-    {128, 256, 32, 64, 64, 4}, {128, 256, 64, 64, 64, 3}, {256, 128, 64, 64, 64, 3}, {128, 128, 64, 64, 64, 4},
-    {128, 128, 32, 64, 64, 4}, {64, 128, 32, 32, 64, 4},  {64, 64, 32, 32, 32, 4},
+    {128, 256, 32, 64, 64, 4, 1}, {128, 256, 64, 64, 64, 3, 1}, {256, 128, 64, 64, 64, 3, 1},
+    {128, 128, 64, 64, 64, 4, 1}, {128, 128, 32, 64, 64, 4, 1}, {64, 128, 32, 32, 64, 4, 1},
+    {64, 64, 32, 32, 32, 4, 1},   {128, 256, 64, 64, 64, 4, 1}, {128, 128, 32, 64, 32, 4, 2},
+    {64, 64, 64, 32, 32, 3, 1},   {32, 32, 64, 16, 16, 3, 1},
 };
 static const int SPLITS[] = {1, 2, 4, 8};
 
@@ -35,6 +42,12 @@ enum {
     /* The batch and split index ride on gridDim.y. */
     MAX_GRID_Y = 65535,
 };
+
+/* ptxas at -O2 instead of its default -O3: measured on NVRTC 13 for sm_90a, the main loops
+ * come out the same or a few instructions shorter (128x256x32: 152 instead of 157 per K tile
+ * on the fast path; 128x256x64: 253 instead of 255) while a 128x256 kernel compiles in about
+ * 0.6 of the time. */
+#define GEMM_PTXAS_OPTION "--ptxas-options=-O2"
 
 /* Split-K partial sums beyond this are refused: the workspace would dwarf the output. */
 #define MAX_SCRATCH_BYTES ((int64_t)256 << 20)
@@ -243,8 +256,11 @@ static void gemm_knob_name(int knob, char *buf, size_t size)
     char split[24] = "";
     if (kn.split > 1)
         snprintf(split, sizeof split, "_splitk%d", kn.split);
-    snprintf(buf, size, "%dx%dx%d_w%dx%d_s%d%s%s", kn.tile.bm, kn.tile.bn, kn.tile.bk, kn.tile.wm, kn.tile.wn,
-             kn.tile.stages, split, kn.tf32 ? "_tf32" : "");
+    char occupancy[16] = "";
+    if (kn.tile.min_blocks > 1)
+        snprintf(occupancy, sizeof occupancy, "_occ%d", kn.tile.min_blocks);
+    snprintf(buf, size, "%dx%dx%d_w%dx%d_s%d%s%s%s", kn.tile.bm, kn.tile.bn, kn.tile.bk, kn.tile.wm, kn.tile.wn,
+             kn.tile.stages, occupancy, split, kn.tf32 ? "_tf32" : "");
 }
 
 /* Tensor-core rate of one SM in FLOP/µs: mma.sync reaches about 3.8 TFLOP/s per H200 SM on
@@ -253,6 +269,18 @@ static double sm_rate(kind_t kind)
 {
     double r16 = 3.8e6;
     return kind == KIND_F32X3 ? r16 / 6 : kind == KIND_TF32 ? r16 / 2 : r16;
+}
+
+/* CTAs of this tile the register file holds per SM. Registers per thread follow the
+ * accumulators: about 1.5 per fp32 accumulator plus 64 for fragments and addresses, up to
+ * the launch bounds' cap (fits ptxas's counts for sm_90a within 10%). */
+static int ctas_per_sm_by_registers(const knob_t *kn)
+{
+    int threads = kn->tile.bm / kn->tile.wm * (kn->tile.bn / kn->tile.wn) * 32;
+    int regs = kn->tile.wm * kn->tile.wn / 32 * 3 / 2 + 64;
+    int cap = 65536 / (threads * kn->tile.min_blocks);
+    regs = regs > cap ? cap : regs > 255 ? 255 : regs;
+    return 65536 / (threads * regs);
 }
 
 static double gemm_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
@@ -268,7 +296,7 @@ static double gemm_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     double intensity = (double)kn.tile.bm * kn.tile.bn / (kn.tile.bm + kn.tile.bn) / (128.0 * 256 / 384);
     double efficiency = intensity >= 1 ? 1 : 0.35 + 0.65 * intensity;
     int64_t ctas = p.batch * tiles_of(&p, &kn) * kn.split;
-    int64_t per_sm = smem_bytes(&p, &kn) * 2 <= 227 * 1024 ? 2 : 1;
+    int64_t per_sm = smem_bytes(&p, &kn) * 2 <= 227 * 1024 && ctas_per_sm_by_registers(&kn) >= 2 ? 2 : 1;
     int64_t waves = (ctas + SM_COUNT * per_sm - 1) / (SM_COUNT * per_sm);
     double k_per_cta = (double)k_tiles(&p, &kn) / kn.split * (p.kind >= KIND_TF32 ? kn.tile.bk / 2 : kn.tile.bk);
     double cta_time = 2.0 * kn.tile.bm * kn.tile.bn * k_per_cta / (sm_rate(kind) * efficiency / (double)per_sm);
@@ -347,8 +375,9 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "typedef %s dj_ta;\ntypedef %s dj_tb;\nconstexpr int DJ_KIND = %d;\n", type, type, (int)kind);
     dnnjit__sb_printf(&sb,
                       "constexpr int DJ_BM = %d, DJ_BN = %d, DJ_BK = %d, DJ_WM = %d, DJ_WN = %d, DJ_STAGES = %d, "
-                      "DJ_SPLITK = %d, DJ_GROUP_M = %d;\n",
-                      kn.tile.bm, kn.tile.bn, bk, kn.tile.wm, kn.tile.wn, kn.tile.stages, kn.split, GROUP_M);
+                      "DJ_SPLITK = %d, DJ_GROUP_M = %d, DJ_MIN_BLOCKS = %d;\n",
+                      kn.tile.bm, kn.tile.bn, bk, kn.tile.wm, kn.tile.wn, kn.tile.stages, kn.split, GROUP_M,
+                      kn.tile.min_blocks);
     dnnjit__sb_printf(&sb,
                       "constexpr dj_i64 DJ_M = %lldLL, DJ_N = %lldLL, DJ_K = %lldLL, DJ_BATCH = %lldLL;\n",
                       (long long)p.m, (long long)p.n, (long long)p.k, (long long)p.batch);
@@ -373,6 +402,7 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->block[0] = (unsigned)(kn.tile.bm / kn.tile.wm * (kn.tile.bn / kn.tile.wn) * 32);
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&p, &kn);
+    k->compile_option = GEMM_PTXAS_OPTION;
     return DNNJIT_STATUS_SUCCESS;
 }
 

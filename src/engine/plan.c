@@ -425,7 +425,10 @@ static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const 
     for (int64_t i = 0; i < g->jit->partition.group_count && !s; i++) {
         dnnjit__built_kernel_t *b = &plan->kernels[i];
         dnnjit__jit_key_t key;
-        s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, NULL, &b->cubin, &b->cubin_size, &key);
+        const char *const extra[1] = {b->kernel.compile_option};
+        const dnnjit__compile_options_t options = {.extra = extra, .extra_count = 1};
+        s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, b->kernel.compile_option ? &options : NULL,
+                                  &b->cubin, &b->cubin_size, &key);
         if (!s && has_device)
             s = dnnjit__plan_load_kernel(b, key);
     }

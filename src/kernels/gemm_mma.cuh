@@ -7,6 +7,7 @@
 //   dj_ta, dj_tb              storage types of A and B (dj_half, dj_bf16 or float)
 //   DJ_KIND                   0 fp16, 1 bf16, 2 tf32, 3 fp32 as three tf32 products
 //   DJ_BM DJ_BN DJ_BK DJ_WM DJ_WN DJ_STAGES DJ_SPLITK DJ_GROUP_M   the knobs
+//   DJ_MIN_BLOCKS             CTAs per SM the register allocation must leave room for
 //   DJ_M DJ_N DJ_K DJ_BATCH   the problem
 //   DJ_A_KMAJOR DJ_A_SM DJ_A_SK DJ_A_VEC DJ_A_SLOT dj_a_batch(b)   A over [M, K]: whether K
 //       is its contiguous axis, its strides along M and K, whether 16-byte copies are legal
@@ -28,6 +29,8 @@ constexpr int DJ_TILES_N = (int)((DJ_N + DJ_BN - 1) / DJ_BN);
 constexpr int DJ_TILES = DJ_TILES_M * DJ_TILES_N;
 constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
 constexpr int DJ_KTILES_PER_SPLIT = (DJ_KTILES + DJ_SPLITK - 1) / DJ_SPLITK;
+// Every K tile a CTA copies lies wholly inside K, so the copies need no K-edge checks.
+constexpr bool DJ_K_WHOLE = DJ_K % DJ_BK == 0;
 
 static_assert(DJ_BM % DJ_WM == 0 && DJ_BN % DJ_WN == 0, "warp tiles must divide the CTA tile");
 static_assert(DJ_WM % 16 == 0 && DJ_WN % 16 == 0 && DJ_BK % DJ_KSTEP == 0, "tile shape");
@@ -63,18 +66,18 @@ __device__ __forceinline__ void dj_cp_commit() { asm volatile("cp.async.commit_g
 
 template <int N> __device__ __forceinline__ void dj_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-__device__ __forceinline__ void dj_ldsm4(unsigned r[4], const void *p)
+// ldmatrix at a 32-bit shared address: the main loop keeps each lane's addresses in
+// registers and reaches every fragment by a constant offset from them.
+template <bool TRANS> __device__ __forceinline__ void dj_ldsm4(unsigned r[4], unsigned addr)
 {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(dj_smem_addr(p)));
-}
-
-__device__ __forceinline__ void dj_ldsm4_trans(unsigned r[4], const void *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(dj_smem_addr(p)));
+    if constexpr (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(addr));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(addr));
 }
 
 __device__ __forceinline__ void dj_mma(float c[4], const unsigned a[4], const unsigned b[2])
@@ -94,6 +97,13 @@ __device__ __forceinline__ void dj_mma(float c[4], const unsigned a[4], const un
                      "{%8, %9}, {%0, %1, %2, %3};\n"
                      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ float dj_lds32(unsigned addr)
+{
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+    return v;
 }
 
 __device__ __forceinline__ unsigned dj_to_tf32(float v)
@@ -121,7 +131,11 @@ template <typename T, bool KMAJOR, int MNT> struct DjTile {
     static constexpr int PAD = sizeof(T) == 4 && !KMAJOR ? 8 : 16 / (int)sizeof(T);
     static constexpr int PITCH = (KMAJOR ? DJ_BK : MNT) + PAD;
     static constexpr int ELEMS = (KMAJOR ? MNT : DJ_BK) * PITCH;
-    static __device__ __forceinline__ int at(int mn, int k) { return KMAJOR ? mn * PITCH + k : k * PITCH + mn; }
+    static constexpr unsigned STAGE_BYTES = ELEMS * sizeof(T);
+    static __host__ __device__ constexpr int at(int mn, int k) { return KMAJOR ? mn * PITCH + k : k * PITCH + mn; }
+    // Byte offset of (mn, k); at() is linear, so a lane's offset plus a fragment's
+    // compile-time offset is the fragment's address for that lane.
+    static __host__ __device__ constexpr unsigned off(int mn, int k) { return (unsigned)at(mn, k) * sizeof(T); }
 };
 
 // Copies K tiles of one operand (extent MN along M or N, strides SMN and SK) into shared
@@ -133,6 +147,8 @@ template <typename T, bool KMAJOR, int MNT> struct DjTile {
 template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bool VEC> struct DjCopy {
     typedef DjTile<T, KMAJOR, MNT> Tile;
     static constexpr int VE = 16 / (int)sizeof(T);
+    // Every tile along MN lies wholly inside the matrix: no row or chunk is cut by its edge.
+    static constexpr bool MN_WHOLE = MN % MNT == 0;
     static constexpr int INNER = KMAJOR ? DJ_BK : MNT; // along the contiguous axis
     static constexpr int OUTER = KMAJOR ? MNT : DJ_BK;
     static constexpr int PER_ROW = INNER / VE;          // chunks in one stored row
@@ -165,7 +181,7 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bo
             mn_bytes = 0;
         } else {
             const dj_i64 left = MN - (mn0 + inner0);
-            mn_bytes = left <= 0 ? 0 : left >= VE ? 16 : (int)left * (int)sizeof(T);
+            mn_bytes = MN_WHOLE || left >= VE ? 16 : left <= 0 ? 0 : (int)left * (int)sizeof(T);
         }
     }
 
@@ -178,13 +194,13 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bo
             return;
         }
         const T *base = src + (dj_i64)t * TILE_STEP;
-        const bool whole = k0 + DJ_BK <= DJ_K;
+        const bool whole = DJ_K_WHOLE || k0 + DJ_BK <= DJ_K;
 #pragma unroll
         for (int p = 0; p < PASSES; p++) {
             int bytes;
             if constexpr (KMAJOR) {
                 const dj_i64 left = DJ_K - (k0 + inner0);
-                bytes = !(rows_in >> p & 1) ? 0
+                bytes = !(MN_WHOLE || rows_in >> p & 1) ? 0
                         : whole             ? 16
                         : left <= 0         ? 0
                         : left >= VE        ? 16
@@ -212,58 +228,32 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bo
 
 // ---- fragments ----------------------------------------------------------------------
 
-// A's 16x16 fragment at rows m.., columns k.. (16-bit types): ldmatrix of the four 8x8
-// quarters in the order mma expects (rows 0-7/8-15 by columns 0-7, then 8-15).
-template <typename T, bool KMAJOR, int MNT>
-__device__ __forceinline__ void dj_frag_a16(unsigned a[4], const T *s, int m, int k, int lane)
-{
+// Where in a stage one lane reads its fragments: `lane(l)` is the byte offset of lane l's
+// row for the fragment at (0, 0), so the fragment at (mn, k) is at lane(l) + Tile::off(mn, k).
+// 16-bit A: ldmatrix of the four 8x8 quarters of a 16x16 fragment in the order mma expects
+// (rows 0-7/8-15 by columns 0-7, then 8-15). 16-bit B: two neighbouring 8-column slices, each
+// 16 deep. fp32 (tf32 m16n8k8): element (g, t) of the lane, with g = l / 4 and t = l % 4.
+template <typename T, bool KMAJOR, int MNT, bool IS_B> struct DjFragLane {
     typedef DjTile<T, KMAJOR, MNT> Tile;
-    if constexpr (KMAJOR) {
-        dj_ldsm4(a, s + Tile::at(m + (lane & 15), k + (lane >> 4) * 8));
-    } else {
-        const int q = lane >> 3;
-        dj_ldsm4_trans(a, s + Tile::at(m + (q & 1) * 8, k + (q >> 1) * 8 + (lane & 7)));
+    static __device__ __forceinline__ unsigned lane(int l)
+    {
+        const int q = l >> 3, r = l & 7;
+        if constexpr (sizeof(T) == 4)
+            return Tile::off(l >> 2, l & 3);
+        else if constexpr (!IS_B)
+            return KMAJOR ? Tile::off(l & 15, (l >> 4) * 8) : Tile::off((q & 1) * 8, (q >> 1) * 8 + r);
+        else
+            return KMAJOR ? Tile::off((q >> 1) * 8 + r, (q & 1) * 8) : Tile::off((q >> 1) * 8, (q & 1) * 8 + r);
     }
-}
+};
 
-// B's fragments for two neighbouring 8-column slices at n.. and n+8.., rows k.. (16-bit):
-// b[0], b[1] for the first slice, b[2], b[3] for the second.
-template <typename T, bool KMAJOR, int MNT>
-__device__ __forceinline__ void dj_frag_b16(unsigned b[4], const T *s, int n, int k, int lane)
+// fp32 operands: the m16n8k8 tf32 fragments read element by element, as a[i] = (row, col)
+// of {(g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)} and b[i] = {(g, t), (g, t + 4)}. With
+// DJ_KIND 3 each value is split into a tf32 `big` part and a tf32 `small` remainder.
+template <int N> __device__ __forceinline__ void dj_split_tf32(unsigned big[N], unsigned small[N], const float v[N])
 {
-    typedef DjTile<T, KMAJOR, MNT> Tile;
-    const int q = lane >> 3;
-    if constexpr (KMAJOR)
-        dj_ldsm4(b, s + Tile::at(n + (q >> 1) * 8 + (lane & 7), k + (q & 1) * 8));
-    else
-        dj_ldsm4_trans(b, s + Tile::at(n + (q >> 1) * 8, k + (q & 1) * 8 + (lane & 7)));
-}
-
-// fp32 operands: the m16n8k8 tf32 fragments read element by element. With DJ_KIND 3 each
-// value is split into a tf32 `big` part and a tf32 `small` remainder.
-template <bool KMAJOR, int MNT>
-__device__ __forceinline__ void dj_frag_a32(unsigned big[4], unsigned small[4], const float *s, int m, int k, int lane)
-{
-    typedef DjTile<float, KMAJOR, MNT> Tile;
-    const int g = lane >> 2, t = lane & 3;
-    const float v[4] = {s[Tile::at(m + g, k + t)], s[Tile::at(m + g + 8, k + t)], s[Tile::at(m + g, k + t + 4)],
-                        s[Tile::at(m + g + 8, k + t + 4)]};
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        big[i] = dj_to_tf32(v[i]);
-        if constexpr (DJ_KIND == 3)
-            small[i] = dj_to_tf32(v[i] - __uint_as_float(big[i]));
-    }
-}
-
-template <bool KMAJOR, int MNT>
-__device__ __forceinline__ void dj_frag_b32(unsigned big[2], unsigned small[2], const float *s, int n, int k, int lane)
-{
-    typedef DjTile<float, KMAJOR, MNT> Tile;
-    const int g = lane >> 2, t = lane & 3;
-    const float v[2] = {s[Tile::at(n + g, k + t)], s[Tile::at(n + g, k + t + 4)]};
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N; i++) {
         big[i] = dj_to_tf32(v[i]);
         if constexpr (DJ_KIND == 3)
             small[i] = dj_to_tf32(v[i] - __uint_as_float(big[i]));
@@ -291,17 +281,21 @@ struct DjFrags {
     unsigned as[DJ_KIND == 3 ? DJ_MI : 1][4], bs[DJ_KIND == 3 ? DJ_NI : 1][2];
 };
 
-__device__ __forceinline__ void dj_load_frags(DjFrags &f, const dj_ta *sa, const dj_tb *sb, int kk, int wm0, int wn0,
-                                              int lane)
+typedef DjFragLane<dj_ta, DJ_A_KMAJOR, DJ_BM, false> DjLaneA;
+typedef DjFragLane<dj_tb, DJ_B_KMAJOR, DJ_BN, true> DjLaneB;
+
+// The fragments of k-step kk; ra and rb are this lane's read addresses (DjFragLane) in the
+// stage being read, with the warp's own rows and columns added.
+__device__ __forceinline__ void dj_load_frags(DjFrags &f, unsigned ra, unsigned rb, int kk)
 {
     if constexpr (!DJ_TF32) {
 #pragma unroll
         for (int mi = 0; mi < DJ_MI; mi++)
-            dj_frag_a16<dj_ta, DJ_A_KMAJOR, DJ_BM>(f.a[mi], sa, wm0 + mi * 16, kk, lane);
+            dj_ldsm4<!DJ_A_KMAJOR>(f.a[mi], ra + DjTileA::off(mi * 16, kk));
 #pragma unroll
         for (int ni = 0; ni < DJ_NI; ni += 2) {
             unsigned q[4];
-            dj_frag_b16<dj_tb, DJ_B_KMAJOR, DJ_BN>(q, sb, wn0 + ni * 8, kk, lane);
+            dj_ldsm4<!DJ_B_KMAJOR>(q, rb + DjTileB::off(ni * 8, kk));
             f.b[ni][0] = q[0];
             f.b[ni][1] = q[1];
             f.b[ni + 1][0] = q[2];
@@ -309,13 +303,18 @@ __device__ __forceinline__ void dj_load_frags(DjFrags &f, const dj_ta *sa, const
         }
     } else {
 #pragma unroll
-        for (int mi = 0; mi < DJ_MI; mi++)
-            dj_frag_a32<DJ_A_KMAJOR, DJ_BM>(f.a[mi], f.as[DJ_KIND == 3 ? mi : 0], (const float *)sa, wm0 + mi * 16, kk,
-                                            lane);
+        for (int mi = 0; mi < DJ_MI; mi++) {
+            const unsigned at = ra + DjTileA::off(mi * 16, kk);
+            const float v[4] = {dj_lds32(at), dj_lds32(at + DjTileA::off(8, 0)), dj_lds32(at + DjTileA::off(0, 4)),
+                                dj_lds32(at + DjTileA::off(8, 4))};
+            dj_split_tf32<4>(f.a[mi], f.as[DJ_KIND == 3 ? mi : 0], v);
+        }
 #pragma unroll
-        for (int ni = 0; ni < DJ_NI; ni++)
-            dj_frag_b32<DJ_B_KMAJOR, DJ_BN>(f.b[ni], f.bs[DJ_KIND == 3 ? ni : 0], (const float *)sb, wn0 + ni * 8, kk,
-                                            lane);
+        for (int ni = 0; ni < DJ_NI; ni++) {
+            const unsigned at = rb + DjTileB::off(ni * 8, kk);
+            const float v[2] = {dj_lds32(at), dj_lds32(at + DjTileB::off(0, 4))};
+            dj_split_tf32<2>(f.b[ni], f.bs[DJ_KIND == 3 ? ni : 0], v);
+        }
     }
 }
 
@@ -334,7 +333,7 @@ __device__ __forceinline__ void dj_mma_frags(float (&acc)[DJ_MI][DJ_NI][4], cons
         }
 }
 
-extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs args)
+extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(const DjArgs args)
 {
     extern __shared__ __align__(16) unsigned char dj_smem[];
     dj_ta *const sa = (dj_ta *)dj_smem;
@@ -388,11 +387,16 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs ar
 
     // Software pipeline: the fragments of the next k-step (at a tile's last step, of the next
     // tile's first) are read from shared memory while the tensor cores work on this one's.
+    // ra and rb are this lane's read addresses in the stage being read; they move on by a
+    // stage's bytes per tile, back to stage 0 after the last.
     constexpr int KSTEPS = DJ_BK / DJ_KSTEP;
+    const unsigned ra0 = dj_smem_addr(sa) + DjLaneA::lane(lane) + DjTileA::off(wm0, 0);
+    const unsigned rb0 = dj_smem_addr(sb) + DjLaneB::lane(lane) + DjTileB::off(wn0, 0);
+    unsigned ra = ra0, rb = rb0;
     DjFrags frag[2];
     int read_stage = 0;
     if (kt_count > 0)
-        dj_load_frags(frag[0], sa, sb, 0, wm0, wn0, lane);
+        dj_load_frags(frag[0], ra, rb, 0);
     float part[DJ_MI][DJ_NI][4]; // used by DJ_KIND 3 only
     if constexpr (DJ_KIND == 3)
         dj_zero(part);
@@ -404,11 +408,13 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS) dj_gemm(const DjArgs ar
                 // copy issued below (at kk == 0 of the next step) overwrites.
                 dj_cp_wait<DJ_STAGES - 2>();
                 __syncthreads();
-                read_stage = read_stage + 1 == DJ_STAGES ? 0 : read_stage + 1;
+                const bool wrap = ++read_stage == DJ_STAGES;
+                read_stage = wrap ? 0 : read_stage;
+                ra = wrap ? ra0 : ra + DjTileA::STAGE_BYTES;
+                rb = wrap ? rb0 : rb + DjTileB::STAGE_BYTES;
             }
             if (kk < KSTEPS - 1 || t + 1 < kt_count)
-                dj_load_frags(frag[(kk + 1) % 2], sa + read_stage * DjTileA::ELEMS, sb + read_stage * DjTileB::ELEMS,
-                              (kk + 1) % KSTEPS * DJ_KSTEP, wm0, wn0, lane);
+                dj_load_frags(frag[(kk + 1) % 2], ra, rb, (kk + 1) % KSTEPS * DJ_KSTEP);
             if (kk == 0) {
                 // This refills the stage read in step t - 1, which every warp finished before
                 // the barrier at the end of that step.
