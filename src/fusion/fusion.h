@@ -5,7 +5,7 @@
 #include "graph/graph.h"
 
 typedef enum dnnjit__group_kind {
-    DNNJIT__GROUP_GEMM,      /* matmul -> [pointwise epilogue DAG] */
+    DNNJIT__GROUP_GEMM,      /* [pointwise prologue DAG on A and/or B] -> matmul -> [pointwise epilogue DAG] */
     DNNJIT__GROUP_POINTWISE, /* a pointwise DAG over one output shape */
     DNNJIT__GROUP_SINGLE,    /* any other node on its own */
     DNNJIT__GROUP_ROW,       /* [pointwise prologue]* -> row op -> [pointwise epilogue]* */
@@ -35,6 +35,11 @@ typedef struct dnnjit__partition {
  * one group. Errors: OUT_OF_MEMORY, BAD_STATE (graph not validated). */
 dnnjit_status_t dnnjit__partition(dnnjit_graph_t g, dnnjit__partition_t *out);
 void dnnjit__partition_free(dnnjit__partition_t *p);
+
+/* For node `node` of a GEMM group that comes before its matmul `mm` (the group's
+ * first_node), that is a node of the matmul's prologue: the input slot of the matmul it
+ * computes, 0 (A) or 1 (B). -1 for any other node. */
+int dnnjit__prologue_slot(dnnjit_graph_t g, int64_t mm, int64_t node);
 
 /* ---- row ops ---- */
 
