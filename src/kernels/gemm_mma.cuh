@@ -230,8 +230,8 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bo
 // The generator writes DJ_A_PROLOGUE and DJ_B_PROLOGUE, and for an operand that has one,
 // dj_a_prologue(batch, m, k, args) or dj_b_prologue(batch, k, n, args): the operand's
 // element evaluated in fp32 by the group's fused pointwise prologue, from the prologue's
-// own input tensors. The declarations let the code below name both; an operand without a
-// prologue never calls its function.
+// own input tensors. The declarations let the code below name both; the function of an
+// operand without a prologue is named only in template code that is never instantiated.
 __device__ float dj_a_prologue(dj_i64 batch, dj_i64 row, dj_i64 col, const DjArgs &args);
 __device__ float dj_b_prologue(dj_i64 batch, dj_i64 row, dj_i64 col, const DjArgs &args);
 
@@ -250,7 +250,10 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, int SLOT> struct DjProlog
     __device__ __noinline__ void copy_elements(T *stage, dj_i64 k0) const
     {
         dj_fill_elements<T, KMAJOR, MNT, MN>(stage, mn0, k0, [&](dj_i64 mn, dj_i64 k) {
-            return dj_from_float<T>(SLOT == 0 ? dj_a_prologue(batch, mn, k, *args) : dj_b_prologue(batch, k, mn, *args));
+            if constexpr (SLOT == 0)
+                return dj_from_float<T>(dj_a_prologue(batch, mn, k, *args));
+            else
+                return dj_from_float<T>(dj_b_prologue(batch, k, mn, *args));
         });
     }
 };
