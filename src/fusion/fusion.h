@@ -36,9 +36,10 @@ typedef struct dnnjit__partition {
 dnnjit_status_t dnnjit__partition(dnnjit_graph_t g, dnnjit__partition_t *out);
 void dnnjit__partition_free(dnnjit__partition_t *p);
 
-/* For node `node` of a GEMM group that comes before its matmul `mm` (the group's
- * first_node), that is a node of the matmul's prologue: the input slot of the matmul it
- * computes, 0 (A) or 1 (B). -1 for any other node. */
+/* The input slot of matmul `mm` (0: A, 1: B) whose prologue node `node` belongs to. The
+ * nodes of a GEMM group that come before its matmul (the group's first_node) are exactly
+ * its prologue nodes; for any other node the answer means nothing (-1 when node does not
+ * come before mm). */
 int dnnjit__prologue_slot(dnnjit_graph_t g, int64_t mm, int64_t node);
 
 /* ---- row ops ---- */
