@@ -2,7 +2,8 @@
  * and fp32 mode that supports the case), against the float64 reference on fresh random
  * data with poisoned outputs: fp16, bf16 and fp32 inputs; odd sizes; A and B in row- and
  * column-major order, padded and unaligned leading dimensions; broadcast batches; fused
- * epilogues. Plans noted REDUCED_PRECISION (TF32) are held to 1e-3. Skipped (77) without a GPU. */
+ * epilogues; operands computed by fused pointwise prologues, in modes A, B and FALLBACK.
+ * Plans noted REDUCED_PRECISION (TF32) are held to 1e-3. Skipped (77) without a GPU. */
 #include "gpu_util.h"
 
 #include "gpu.h"
@@ -20,6 +21,16 @@ typedef struct gemm_case {
     enum { PLAIN, BIAS_RELU, ROW_BIAS_RESIDUAL, SCALE_CAST } epilogue;
 } gemm_case_t;
 
+/* Pointwise nodes computing an operand, fused into the matmul's group as its prologue.
+ * NONZERO_AT_ZERO (A = X + 1, B = exp(W)) would add to every product through the K padding
+ * if the edge were filled with the prologue's value at zero. */
+typedef enum prologue { NO_PROLOGUE, RELU_A, SCALE_B, CAST_A, ADD_A, NONZERO_AT_ZERO } prologue_t;
+
+typedef struct prologue_case {
+    gemm_case_t gemm;
+    prologue_t prologue;
+} prologue_case_t;
+
 /* Strides of a [batch, rows, cols] operand in the given layout. */
 static void strides_for(layout_t layout, int64_t rows, int64_t cols, int64_t stride[3])
 {
@@ -35,14 +46,52 @@ static void strides_for(layout_t layout, int64_t rows, int64_t cols, int64_t str
     }
 }
 
-static dnnjit_graph_t build_case(const gemm_case_t *c)
+/* Operand t (A, or B when is_b) through the case's prologue when it has one on that side:
+ * relu(X); X * scale with scale broadcast over the batch and K; X cast from FLOAT to the
+ * case's type; X + Y with Y broadcast over the batch; X + 1 or exp(X). The operand takes
+ * the case's type, so that the GEMM engine sees matching inputs. */
+static dnnjit_tensor_t with_prologue(dnnjit_graph_t g, const gemm_case_t *c, prologue_t pro, dnnjit_tensor_t t,
+                                     bool is_b)
+{
+    int64_t rows = is_b ? c->k : c->m, cols = is_b ? c->n : c->k;
+    dnnjit_pointwise_mode_t mode = DNNJIT_POINTWISE_IDENTITY;
+    dnnjit_tensor_t other = 0, out;
+    if (pro == RELU_A && !is_b) {
+        mode = DNNJIT_POINTWISE_RELU_FWD;
+    } else if (pro == SCALE_B && is_b) {
+        mode = DNNJIT_POINTWISE_MUL;
+        other = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, cols), NULL, 0);
+    } else if (pro == ADD_A && !is_b) {
+        mode = DNNJIT_POINTWISE_ADD;
+        other = tu_tensor(g, "addend", 3, TU_DIMS(1, rows, cols), NULL, 0);
+    } else if (pro == NONZERO_AT_ZERO && is_b) {
+        mode = DNNJIT_POINTWISE_EXP;
+    } else if (pro == NONZERO_AT_ZERO) {
+        mode = DNNJIT_POINTWISE_ADD;
+        TU_OK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "one", .ndim = 1, .dim = TU_DIMS(1),
+                                                              .data_type = DNNJIT_DATA_TYPE_FLOAT,
+                                                              .is_pass_by_value = true, .has_value = true,
+                                                              .value = 1.0},
+                                  &other));
+    } else if (pro != CAST_A || is_b) {
+        return t;
+    }
+    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = mode}, t, other, 0, &out));
+    TU_OK(dnnjit_tensor_set_data_type(g, out, c->io));
+    return out;
+}
+
+static dnnjit_graph_t build_case(const gemm_case_t *c, prologue_t pro)
 {
     dnnjit_graph_t g = tu_gpu_graph(c->io);
     int64_t sa[3], sb[3];
     strides_for(c->a_layout, c->m, c->k, sa);
     strides_for(c->b_layout, c->k, c->n, sb);
-    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(c->batch_a, c->m, c->k), sa, 0);
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(c->batch_a, c->m, c->k), sa,
+                                  pro == CAST_A ? DNNJIT_DATA_TYPE_FLOAT : 0);
     dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(c->batch_b, c->k, c->n), sb, 0);
+    a = with_prologue(g, c, pro, a, false);
+    b = with_prologue(g, c, pro, b, true);
     dnnjit_tensor_t y;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &y));
     int64_t batch = c->batch_a > c->batch_b ? c->batch_a : c->batch_b;
@@ -68,11 +117,11 @@ static dnnjit_graph_t build_case(const gemm_case_t *c)
 
 /* Runs the case's plans (the first `limit` of those modes A and B list, or all when limit
  * is 0); returns how many were tensor-core GEMM plans. */
-static int run_case(const gemm_case_t *c, int64_t limit)
+static int run_case(const gemm_case_t *c, prologue_t pro, int64_t limit)
 {
     static uint64_t rng = 0x243f6a8885a308d3ull;
     static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
-    dnnjit_graph_t g = build_case(c);
+    dnnjit_graph_t g = build_case(c, pro);
     TU_OK(dnnjit_graph_build(g, modes, 2));
     int64_t plans = 0;
     int gemm_plans = 0;
@@ -103,7 +152,7 @@ static int run_case(const gemm_case_t *c, int64_t limit)
 static void run_all(const gemm_case_t *cases, size_t count)
 {
     for (size_t i = 0; i < count; i++)
-        if (run_case(&cases[i], strncmp(cases[i].label, "every knob", 10) == 0 ? 0 : 4) == 0)
+        if (run_case(&cases[i], NO_PROLOGUE, strncmp(cases[i].label, "every knob", 10) == 0 ? 0 : 4) == 0)
             fail_msg("%s: no tensor-core GEMM plan was offered", cases[i].label);
 }
 
@@ -148,6 +197,52 @@ static void float_inputs(void **state)
     run_all(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Operands computed by fused pointwise prologues (see with_prologue), with odd sizes and K
+ * (so tiles run past every edge), transposed operands, broadcast batches and epilogues;
+ * each case's first plans are tensor-core ones, whose names say so. */
+static const prologue_case_t prologue_cases[] = {
+    {{"prologue relu A 77x1000x77 half", DNNJIT_DATA_TYPE_HALF, 2, 2, 77, 1000, 77, ROW, ROW, BIAS_RELU}, RELU_A},
+    {{"prologue relu A col 7x7x7 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 7, 7, 7, COL, ROW, PLAIN}, RELU_A},
+    {{"prologue scale B 1000x77x1000 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1000, 77, 1000, ROW, COL, PLAIN}, SCALE_B},
+    {{"prologue scale B bcast 200x136x99 half", DNNJIT_DATA_TYPE_HALF, 3, 1, 200, 136, 99, ROW, ROW, PLAIN}, SCALE_B},
+    {{"prologue cast A 77x1000x1000 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 77, 1000, 1000, ROW, ROW, PLAIN}, CAST_A},
+    {{"prologue cast A col 130x70x99 half", DNNJIT_DATA_TYPE_HALF, 2, 2, 130, 70, 99, COL, ROW, BIAS_RELU}, CAST_A},
+    {{"prologue add A bcast 64x200x77 half", DNNJIT_DATA_TYPE_HALF, 1, 5, 64, 200, 77, ROW, COL, PLAIN}, ADD_A},
+    {{"prologue x+1, exp 7x77x1000 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 7, 77, 1000, ROW, ROW, PLAIN}, NONZERO_AT_ZERO},
+    {{"prologue x+1, exp 77x7x77 bf16 col", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 77, 7, 77, COL, COL, PLAIN},
+     NONZERO_AT_ZERO},
+    {{"prologue x+1, exp split-K 64x64x8191 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 64, 64, 8191, ROW, ROW, PLAIN},
+     NONZERO_AT_ZERO},
+    {{"prologue x+1, exp 1000x7x77 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 7, 77, ROW, ROW, BIAS_RELU},
+     NONZERO_AT_ZERO},
+    {{"prologue relu A 77x1000x7 float", DNNJIT_DATA_TYPE_FLOAT, 1, 3, 77, 1000, 7, COL, ROW, PLAIN}, RELU_A},
+    {{"prologue add A 7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 2, 2, 7, 77, 1000, ROW, COL, ROW_BIAS_RESIDUAL}, ADD_A},
+};
+
+enum { PROLOGUE_CASE_COUNT = sizeof prologue_cases / sizeof prologue_cases[0] };
+
+static void prologues(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < PROLOGUE_CASE_COUNT; i++)
+        if (run_case(&prologue_cases[i].gemm, prologue_cases[i].prologue, 4) == 0)
+            fail_msg("%s: no tensor-core GEMM plan was offered", prologue_cases[i].gemm.label);
+}
+
+/* Mode FALLBACK runs the same groups whole: the fallback engine reads each operand through
+ * its prologue. */
+static void prologues_fallback(void **state)
+{
+    (void)state;
+    static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_FALLBACK};
+    for (size_t i = 0; i < PROLOGUE_CASE_COUNT; i++) {
+        const gemm_case_t *c = &prologue_cases[i].gemm;
+        dnnjit_graph_t g = build_case(c, prologue_cases[i].prologue);
+        tu_gpu_check(g, modes, 1, -1.0, 1.0, tu_tolerance(c->io), c->label);
+        dnnjit_graph_destroy(g);
+    }
+}
+
 /* A 4-D batch: A [2, 3, M, K] against B [2, 1, K, N] (B broadcast along the second axis). */
 static void four_d_batch(void **state)
 {
@@ -174,6 +269,8 @@ int main(void)
         cmocka_unit_test(half_and_bf16),
         cmocka_unit_test(float_inputs),
         cmocka_unit_test(four_d_batch),
+        cmocka_unit_test(prologues),
+        cmocka_unit_test(prologues_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

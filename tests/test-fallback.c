@@ -132,6 +132,26 @@ static void gemm_with_epilogue(void **state)
                      1);
 }
 
+/* relu(X) cast to io as A and W * scale as B, fused into the matmul's group: the fallback
+ * runs the group whole, reading both operands through their prologues. */
+static void gemm_with_prologues(void **state)
+{
+    (void)state;
+    for (int i = 0; i < IO_TYPE_COUNT; i++) {
+        dnnjit_graph_t g = graph_with(io_types[i], DNNJIT_DATA_TYPE_FLOAT);
+        dnnjit_tensor_t x = tu_tensor(g, "X", 3, TU_DIMS(2, 7, 5), NULL, 0);
+        dnnjit_tensor_t w = tu_tensor(g, "W", 2, TU_DIMS(5, 3), NULL, 0);
+        dnnjit_tensor_t scale = tu_tensor(g, "scale", 2, TU_DIMS(1, 3), NULL, 0), a, b, c;
+        TU_OK(dnnjit_tensor_set_data_type(g, x, DNNJIT_DATA_TYPE_FLOAT));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_RELU_FWD}, x, 0, 0, &a));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, w, scale, 0, &b));
+        TU_OK(dnnjit_tensor_set_data_type(g, a, io_types[i]));
+        TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+        output(g, c);
+        assert_int_equal(check_graph(g, "return dj_to_acc(dj_from_float<"), 1);
+    }
+}
+
 static void plain_gemm(void **state)
 {
     (void)state;
@@ -367,6 +387,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemm_with_epilogue),   cmocka_unit_test(plain_gemm),
+        cmocka_unit_test(gemm_with_prologues),
         cmocka_unit_test(pointwise_dag),        cmocka_unit_test(reduction_every_mode),
         cmocka_unit_test(softmax_every_stats),  cmocka_unit_test(softmax_backward),
         cmocka_unit_test(norms_forward),        cmocka_unit_test(norms_backward),

@@ -279,6 +279,34 @@ static void refusals(void **state)
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);
     }
+    /* A = relu(X) computed in a prologue is not in memory for TMA to load. */
+    {
+        dnnjit_graph_t g = NULL;
+        TU_OK(dnnjit_graph_create(NULL,
+                                  &(dnnjit_graph_attr_t){.name = "prologue",
+                                                         .io_data_type = DNNJIT_DATA_TYPE_BFLOAT16,
+                                                         .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
+                                                         .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
+                                  &g));
+        dnnjit_tensor_t x = tu_tensor(g, "X", 3, TU_DIMS(1, 256, 256), NULL, 0), a, c;
+        dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 256, 256), NULL, 0);
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "relu", .mode = DNNJIT_POINTWISE_RELU_FWD},
+                                     x, 0, 0, &a));
+        TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+        TU_OK(dnnjit_tensor_set_output(g, c, true));
+        TU_OK(dnnjit_graph_validate(g));
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        assert_int_equal(p.group_count, 1);
+        char why[200] = "";
+        assert_false(engine->supports(g, &p.groups[0], 0, "sm_90a", why, sizeof why));
+        assert_non_null(strstr(why, "operand A is computed by a fused prologue"));
+        dnnjit__kernel_t k;
+        TU_FAILS(engine->generate(g, &p, &p.groups[0], 0, &k), DNNJIT_STATUS_NOT_SUPPORTED, "fused prologue");
+        dnnjit__kernel_free(&k);
+        dnnjit__partition_free(&p);
+        dnnjit_graph_destroy(g);
+    }
     /* 128x256 tiles with five stages need more than 227 KiB. */
     dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT,
                                   (shape_t){64, 64, 64, 1, false, false, false, 0});

@@ -1,7 +1,8 @@
 /* The tensor-core GEMM engine without a GPU: which groups and knobs it takes and refuses,
  * the same source for the same plan, every knob compiling with NVRTC for sm_80 and sm_90a in
  * every input type and operand order, the heuristics' order, split-K's workspace, and the
- * TF32 plans' REDUCED_PRECISION note. Needs NVRTC; skipped without it. */
+ * TF32 plans' REDUCED_PRECISION note, operands computed by fused prologues. Needs
+ * NVRTC; skipped without it. */
 #include "util.h"
 
 #include "engine/engine.h"
@@ -159,6 +160,94 @@ static void occupancy_knob(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* A = X + 1 (a prologue that is not zero at zero, so the K padding would show it) and
+ * B = W * scale (scale broadcast over K and the batch), each only when its bit of `sides`
+ * (1: A, 2: B) is set; A and B of type io. With `cast`, X is FLOAT and A's prologue also
+ * casts it to io. C = A @ B is the output. */
+static dnnjit_graph_t prologue_graph(dnnjit_data_type_t io, shape_t s, bool cast, int sides)
+{
+    dnnjit_graph_t g = tu_graph(io);
+    int64_t sx[3] = {s.m * s.k, s.a_col ? 1 : s.k, s.a_col ? s.m : 1};
+    dnnjit_tensor_t a = tu_tensor(g, "X", 3, TU_DIMS(s.batch, s.m, s.k), sx, cast ? DNNJIT_DATA_TYPE_FLOAT : 0);
+    dnnjit_tensor_t b = tu_tensor(g, "W", 3, TU_DIMS(s.batch, s.k, s.n), NULL, 0), c;
+    if (sides & 1) {
+        dnnjit_tensor_t one = 0;
+        TU_OK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "one", .ndim = 1, .dim = TU_DIMS(1),
+                                                              .data_type = DNNJIT_DATA_TYPE_FLOAT,
+                                                              .is_pass_by_value = true, .has_value = true,
+                                                              .value = 1.0},
+                                  &one));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "plus_one", .mode = DNNJIT_POINTWISE_ADD},
+                                     a, one, 0, &a));
+        TU_OK(dnnjit_tensor_set_data_type(g, a, io));
+    }
+    if (sides & 2) {
+        dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, s.n), NULL, 0);
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "scale_w", .mode = DNNJIT_POINTWISE_MUL},
+                                     b, scale, 0, &b));
+        TU_OK(dnnjit_tensor_set_data_type(g, b, io));
+    }
+    TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    TU_OK(dnnjit_graph_validate(g));
+    return g;
+}
+
+/* Whether the source says what it should of operand `side` ('A' or 'B'): computed by a
+ * prologue (then without a slot: it is never in memory) or not. */
+static void check_prologue_source(const char *source, char side, bool computed, const char *what)
+{
+    char flag[64], function[64], slot[64];
+    snprintf(flag, sizeof flag, "DJ_%c_PROLOGUE = %s", side, computed ? "true" : "false");
+    /* The definition: gemm_mma.cuh declares both functions. */
+    snprintf(function, sizeof function, "__forceinline__ float dj_%c_prologue(", side == 'A' ? 'a' : 'b');
+    snprintf(slot, sizeof slot, "DJ_%c_SLOT = -1", side);
+    if (!strstr(source, flag) || (strstr(source, function) != NULL) != computed ||
+        (strstr(source, slot) != NULL) != computed)
+        fail_msg("%s: operand %c is %scomputed by a prologue, the source says otherwise", what, side,
+                 computed ? "" : "not ");
+}
+
+/* Prologues on A, on B and on both, also one that casts FLOAT to the 16-bit types: one group
+ * whose source evaluates the computed operands, compiled for sm_80 and sm_90a in every input
+ * type; a split-K knob generates too. */
+static void prologue_every_type(void **state)
+{
+    (void)state;
+    static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_BFLOAT16,
+                                               DNNJIT_DATA_TYPE_FLOAT};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (int variant = 0; variant < (types[t] == DNNJIT_DATA_TYPE_FLOAT ? 3 : 4); variant++) {
+            /* Variants 0-2: A, B, both; 3: both, A cast from FLOAT and stored column-major. */
+            int sides = variant < 3 ? variant + 1 : 3;
+            bool cast = variant == 3;
+            const char *what = dnnjit_data_type_name(types[t]);
+            dnnjit_graph_t g = prologue_graph(types[t], (shape_t){77, 40, 4097, 2, cast, false}, cast, sides);
+            dnnjit__partition_t p;
+            TU_OK(dnnjit__partition(g, &p));
+            assert_int_equal(p.group_count, 1);
+            assert_int_equal(p.groups[0].node_count, 1 + (sides & 1) + (sides >> 1));
+            int split_knob = -1;
+            for (int knob = 0; knob < engine->knob_count && split_knob < 0; knob++) {
+                char name[64];
+                engine->knob_name(knob, name, sizeof name);
+                if (strstr(name, "splitk") && engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0))
+                    split_knob = knob;
+            }
+            assert_true(split_knob >= 0);
+            dnnjit__kernel_t k;
+            TU_OK(engine->generate(g, &p, &p.groups[0], split_knob, &k));
+            check_prologue_source(k.source, 'A', sides & 1, what);
+            check_prologue_source(k.source, 'B', sides & 2, what);
+            /* X, W, C, and scale when B has its prologue. */
+            assert_int_equal(k.tensor_count, 3 + (sides >> 1));
+            dnnjit__kernel_free(&k);
+            dnnjit__partition_free(&p);
+            assert_int_equal(check_knobs(g, false), 1);
+            dnnjit_graph_destroy(g);
+        }
+}
+
 /* The layout the generator describes follows the strides: a column-major A is read M-major. */
 static void source_follows_strides(void **state)
 {
@@ -172,6 +261,8 @@ static void source_follows_strides(void **state)
     assert_non_null(strstr(k.source, "DJ_A_KMAJOR = false"));
     assert_non_null(strstr(k.source, "DJ_B_KMAJOR = false"));
     assert_non_null(strstr(k.source, "DJ_M = 64LL, DJ_N = 64LL, DJ_K = 64LL"));
+    assert_non_null(strstr(k.source, "DJ_A_PROLOGUE = false"));
+    assert_non_null(strstr(k.source, "DJ_B_PROLOGUE = false"));
     dnnjit__kernel_free(&k);
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
@@ -303,6 +394,7 @@ int main(void)
         cmocka_unit_test(split_k_workspace),
         cmocka_unit_test(every_operand_order),
         cmocka_unit_test(occupancy_knob),
+        cmocka_unit_test(prologue_every_type),
         cmocka_unit_test(every_knob_every_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

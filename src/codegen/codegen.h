@@ -44,4 +44,17 @@ void dnnjit__emit_group_element(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const st
                                 const struct dnnjit__kernel *k, const dnnjit__tensor_t *shape, dnnjit_tensor_t mm,
                                 dnnjit__element_form_t form);
 
+/* Whether a GEMM group computes its matmul's input `slot` (0: A, 1: B) in a prologue. */
+bool dnnjit__group_has_prologue(dnnjit_graph_t g, const struct dnnjit__group *grp, int slot);
+
+/* The prologue of input `slot` of a GEMM group's matmul: the operand's element evaluated in
+ * float by the group's prologue nodes, from the group's inputs (the caller rounds it to the
+ * operand's type). The index space is the operand's [M, K] (A) or [K, N] (B) behind C's
+ * batch axes. Forms, with x = a or b:
+ *   AT_INDEX   float dj_x_prologue(i, args): i is the linear row-major index into the space
+ *   AT_COORDS  float dj_x_prologue(batch, row, col, args): batch is the linear index over
+ *              C's batch axes, row and col the operand's last two coordinates */
+void dnnjit__emit_prologue(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const struct dnnjit__group *grp,
+                           const struct dnnjit__kernel *k, int slot, dnnjit__element_form_t form);
+
 #endif

@@ -4,12 +4,25 @@
 
 #include "engine/engine.h"
 
-/* Whether a pointwise node of the group reads tensor id. */
-static bool read_by_pointwise(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_tensor_t id)
+/* The nodes one function of a group evaluates: EPILOGUE, the pointwise nodes from the
+ * anchor on (all of a pointwise group's); or 0 / 1, the prologue of a GEMM group's A / B
+ * (nodes before the matmul, which partitioning admits only as prologue nodes). */
+enum { EPILOGUE = -1 };
+
+static bool in_part(dnnjit_graph_t g, const dnnjit__group_t *grp, int64_t node, int part)
+{
+    if (part == EPILOGUE)
+        return node >= grp->first_node;
+    return node < grp->first_node && dnnjit__prologue_slot(g, grp->first_node, node) == part;
+}
+
+/* Whether a pointwise node of the group's part reads tensor id. */
+static bool read_by_pointwise(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_tensor_t id, int part)
 {
     for (int64_t i = 0; i < grp->node_count; i++) {
         const dnnjit__node_t *n = &g->nodes[grp->nodes[i]];
-        for (int s = 0; n->op == DNNJIT_OP_POINTWISE && s < DNNJIT__MAX_INPUTS; s++)
+        for (int s = 0; n->op == DNNJIT_OP_POINTWISE && in_part(g, grp, grp->nodes[i], part) && s < DNNJIT__MAX_INPUTS;
+             s++)
             if (n->in[s] == id)
                 return true;
     }
@@ -31,14 +44,14 @@ static void emit_element_coords(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *sh
     dnnjit__sb_printf(sb, "    const dj_i64 c%d = row, c%d = col;\n", batch_axes, batch_axes + 1);
 }
 
-/* Loads what the pointwise nodes read and evaluates them; the group's outputs end in their
- * v<id> variables (the matmul output, if any, in acc). */
+/* Loads what the pointwise nodes of one part read and evaluates them; the values they
+ * compute end in their v<id> variables (the matmul output, if any, in acc). */
 static void emit_values(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__group_t *grp, const dnnjit__kernel_t *k,
-                        const dnnjit__tensor_t *shape, dnnjit_tensor_t mm)
+                        const dnnjit__tensor_t *shape, dnnjit_tensor_t mm, int part)
 {
     for (int64_t i = 0; i < grp->input_count; i++) {
         const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->inputs[i]);
-        if (!read_by_pointwise(g, grp, grp->inputs[i]))
+        if (!read_by_pointwise(g, grp, grp->inputs[i], part))
             continue;
         dnnjit__sb_printf(sb, "    const float v%u = ", grp->inputs[i]);
         if (t->is_pass_by_value) {
@@ -51,10 +64,10 @@ static void emit_values(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__gr
         }
         dnnjit__sb_append(sb, ";\n");
     }
-    if (mm && read_by_pointwise(g, grp, mm))
+    if (mm && read_by_pointwise(g, grp, mm, part))
         dnnjit__sb_printf(sb, "    const float v%u = (float)acc;\n", mm);
     for (int64_t i = 0; i < grp->node_count; i++)
-        if (g->nodes[grp->nodes[i]].op == DNNJIT_OP_POINTWISE)
+        if (g->nodes[grp->nodes[i]].op == DNNJIT_OP_POINTWISE && in_part(g, grp, grp->nodes[i], part))
             dnnjit__emit_pointwise(sb, g, &g->nodes[grp->nodes[i]], "    ");
 }
 
@@ -79,7 +92,7 @@ static void emit_at_index(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__
     else
         dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_element(dj_i64 i, const DjArgs &args)\n{\n");
     emit_element_coords(sb, shape, DNNJIT__ELEMENT_AT_INDEX);
-    emit_values(sb, g, grp, k, shape, mm);
+    emit_values(sb, g, grp, k, shape, mm, EPILOGUE);
     /* The matmul output is stored from acc through dj_from_acc, as acc may be a double (the
      * fallback's DOUBLE compute). */
     for (int64_t i = 0; i < grp->output_count; i++) {
@@ -108,7 +121,7 @@ static void emit_at_coords(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit_
                       "float acc, float (&out)[%lld], const DjArgs &args)\n{\n",
                       (long long)outs);
     emit_element_coords(sb, shape, DNNJIT__ELEMENT_AT_COORDS);
-    emit_values(sb, g, grp, k, shape, mm);
+    emit_values(sb, g, grp, k, shape, mm, EPILOGUE);
     for (int64_t i = 0; i < outs; i++) {
         if (grp->outputs[i] == mm)
             dnnjit__sb_printf(sb, "    out[%lld] = acc;\n", (long long)i);
@@ -141,4 +154,39 @@ void dnnjit__emit_group_element(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dn
         emit_at_coords(sb, g, grp, k, shape, mm);
     else
         emit_at_index(sb, g, grp, k, shape, mm);
+}
+
+bool dnnjit__group_has_prologue(dnnjit_graph_t g, const dnnjit__group_t *grp, int slot)
+{
+    const dnnjit__tensor_t *t = dnnjit__tensor(g, g->nodes[grp->first_node].in[slot]);
+    for (int64_t i = 0; grp->kind == DNNJIT__GROUP_GEMM && t->producer >= 0 && i < grp->node_count; i++)
+        if (grp->nodes[i] == t->producer)
+            return true;
+    return false;
+}
+
+void dnnjit__emit_prologue(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__group_t *grp,
+                           const dnnjit__kernel_t *k, int slot, dnnjit__element_form_t form)
+{
+    const dnnjit__node_t *mm = &g->nodes[grp->first_node];
+    const dnnjit__tensor_t *c = dnnjit__tensor(g, mm->out[0]), *op = dnnjit__tensor(g, mm->in[slot]);
+    /* The operand's own [M, K] or [K, N] behind C's batch axes: the operand and what its
+     * prologue reads broadcast into this space, right-aligned, like the epilogue's inputs
+     * into C. */
+    dnnjit__tensor_t space = {.ndim = c->ndim};
+    for (int a = 0; a < c->ndim - 2; a++)
+        space.dim[a] = c->dim[a];
+    space.dim[c->ndim - 2] = op->dim[op->ndim - 2];
+    space.dim[c->ndim - 1] = op->dim[op->ndim - 1];
+    if (form == DNNJIT__ELEMENT_AT_INDEX)
+        dnnjit__sb_printf(sb, "__device__ __forceinline__ float dj_%c_prologue(dj_i64 i, const DjArgs &args)\n{\n",
+                          slot ? 'b' : 'a');
+    else
+        dnnjit__sb_printf(sb,
+                          "__device__ __forceinline__ float dj_%c_prologue(dj_i64 batch, dj_i64 row, dj_i64 col, "
+                          "const DjArgs &args)\n{\n",
+                          slot ? 'b' : 'a');
+    emit_element_coords(sb, &space, form);
+    emit_values(sb, g, grp, k, &space, DNNJIT_TENSOR_NONE, slot);
+    dnnjit__sb_printf(sb, "    return v%u;\n}\n\n", mm->in[slot]);
 }

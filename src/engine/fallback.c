@@ -1,8 +1,8 @@
 /* The fallback engine: the simplest correct kernel for every kind of group, so that any
  * valid graph runs on the GPU (heuristics mode FALLBACK) and the fast engines have a
  * second opinion to be compared with. One thread per output element (pointwise, matmul
- * with its epilogue, reduction) or per row (softmax, norms, attention), plain loops in the
- * reference's order, no atomics: deterministic. The algorithms live in
+ * with its prologues and epilogue, reduction) or per row (softmax, norms, attention),
+ * plain loops in the reference's order, no atomics: deterministic. The algorithms live in
  * src/kernels/fallback_*.cuh; this file writes what specialises them: sizes, the
  * accumulation type, and one accessor per tensor port (see fallback_common.cuh). */
 #include "engine/engine.h"
@@ -286,6 +286,22 @@ static work_t gen_pointwise(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit
     return (work_t){numel, 0};
 }
 
+/* The accessors of a matmul operand that the group's prologue computes (it is never in
+ * memory): its offset is the index into the operand's space itself, and its value the
+ * prologue's there, rounded to the operand's type as the unfused graph would store it. */
+static void emit_prologue_port(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__group_t *grp,
+                               const dnnjit__kernel_t *k, int slot)
+{
+    const dnnjit__tensor_t *t = dnnjit__tensor(g, g->nodes[grp->first_node].in[slot]);
+    const char *port = slot ? "B" : "A";
+    dnnjit__emit_prologue(sb, g, grp, k, slot, DNNJIT__ELEMENT_AT_INDEX);
+    dnnjit__sb_printf(sb,
+                      "__device__ __forceinline__ dj_i64 dj_off_%s(dj_i64 i) { return i; }\n"
+                      "__device__ __forceinline__ dj_acc dj_ld_%s(dj_i64 i, const DjArgs &args)\n{\n"
+                      "    return dj_to_acc(dj_from_float<%s>(dj_%c_prologue(i, args)));\n}\n\n",
+                      port, port, dnnjit__cuda_type(t->resolved_type), slot ? 'b' : 'a');
+}
+
 static work_t gen_gemm(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__group_t *grp, const dnnjit__kernel_t *k,
                        bool dbl)
 {
@@ -296,20 +312,28 @@ static work_t gen_gemm(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__gro
     int nd = c->ndim;
     int64_t m = c->dim[nd - 2], cols = c->dim[nd - 1], kk = a->dim[a->ndim - 1];
     int64_t numel = dnnjit__numel(nd, c->dim);
+    bool pro_a = dnnjit__group_has_prologue(g, grp, 0), pro_b = dnnjit__group_has_prologue(g, grp, 1);
+    /* A prologue's operand is addressed by its index in the operand's space, row-major. */
     dnnjit__sb_printf(sb,
                       "constexpr dj_i64 DJ_NUMEL = %lldLL;\nconstexpr dj_i64 DJ_M = %lldLL;\n"
                       "constexpr dj_i64 DJ_N = %lldLL;\nconstexpr dj_i64 DJ_K = %lldLL;\n"
                       "constexpr dj_i64 DJ_A_KSTRIDE = %lldLL;\nconstexpr dj_i64 DJ_B_KSTRIDE = %lldLL;\n\n",
                       (long long)numel, (long long)m, (long long)cols, (long long)kk,
-                      (long long)a->stride[a->ndim - 1], (long long)b->stride[b->ndim - 2]);
+                      (long long)(pro_a ? 1 : a->stride[a->ndim - 1]), (long long)(pro_b ? cols : b->stride[b->ndim - 2]));
     /* A over [batch..., M, K] and B over [batch..., K, N], the batch axes being C's. */
     int64_t dim[DNNJIT_MAX_DIMS];
     memcpy(dim, c->dim, sizeof dim);
     dim[nd - 1] = kk;
-    emit_ports(sb, g, n, k, a_port, &(space_t){nd, dim, NULL}, dbl);
+    if (pro_a)
+        emit_prologue_port(sb, g, grp, k, 0);
+    else
+        emit_ports(sb, g, n, k, a_port, &(space_t){nd, dim, NULL}, dbl);
     dim[nd - 1] = cols;
     dim[nd - 2] = kk;
-    emit_ports(sb, g, n, k, b_port, &(space_t){nd, dim, NULL}, dbl);
+    if (pro_b)
+        emit_prologue_port(sb, g, grp, k, 1);
+    else
+        emit_ports(sb, g, n, k, b_port, &(space_t){nd, dim, NULL}, dbl);
     dnnjit__emit_group_element(sb, g, grp, k, c, n->out[0], DNNJIT__ELEMENT_AT_INDEX);
     return (work_t){numel, 0};
 }

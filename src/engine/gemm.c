@@ -1,10 +1,11 @@
-/* The tensor-core GEMM engine (sm_80 and later): a matmul with its fused pointwise epilogue
- * as one mma.sync kernel (src/kernels/gemm_mma.cuh). fp16 and bf16 inputs multiply on the
- * tensor cores directly; fp32 inputs either as three TF32 products (about fp32 accuracy) or,
- * in the plans marked REDUCED_PRECISION, as one. Each operand is read in the stride order it
- * has in memory, so transposes cost nothing; sizes, strides and the batch layout are
- * compiled in. Knobs: CTA and warp tiles with pipeline depth and CTAs per SM, split-K, and
- * the fp32 mode. */
+/* The tensor-core GEMM engine (sm_80 and later): a matmul with its fused pointwise prologues
+ * and epilogue as one mma.sync kernel (src/kernels/gemm_mma.cuh); an operand computed by a
+ * prologue is evaluated element by element while its tiles are loaded. fp16 and bf16
+ * inputs multiply on the tensor cores directly; fp32 inputs either as three TF32 products
+ * (about fp32 accuracy) or, in the plans marked REDUCED_PRECISION, as one. Each operand is
+ * read in the stride order it has in memory, so transposes cost nothing; sizes, strides and
+ * the batch layout are compiled in. Knobs: CTA and warp tiles with pipeline depth and CTAs per SM,
+ * split-K, and the fp32 mode. */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -342,15 +343,19 @@ static void emit_batch_offset(dnnjit__strbuf_t *sb, const char *name, const oper
     dnnjit__sb_append(sb, "    (void)b;\n    return off;\n}\n");
 }
 
-static void emit_operand(dnnjit__strbuf_t *sb, const char *name, const char *rows_name, const operand_t *o, int slot)
+/* An operand with a prologue has no slot (it is never in memory); its strides are those of
+ * the virtual tensor, which only choose the layout of its tile in shared memory. */
+static void emit_operand(dnnjit__strbuf_t *sb, const char *name, const char *rows_name, const operand_t *o, int slot,
+                         bool prologue)
 {
     char upper = name[0] == 'a' ? 'A' : 'B';
     dnnjit__sb_printf(sb,
                       "constexpr bool DJ_%c_KMAJOR = %s;\nconstexpr dj_i64 DJ_%c_S%s = %lldLL;\n"
                       "constexpr dj_i64 DJ_%c_SK = %lldLL;\nconstexpr bool DJ_%c_VEC = %s;\n"
-                      "constexpr int DJ_%c_SLOT = %d;\n",
+                      "constexpr int DJ_%c_SLOT = %d;\nconstexpr bool DJ_%c_PROLOGUE = %s;\n",
                       upper, o->kmajor ? "true" : "false", upper, rows_name, (long long)o->srows, upper,
-                      (long long)o->sk, upper, o->vec ? "true" : "false", upper, slot);
+                      (long long)o->sk, upper, o->vec ? "true" : "false", upper, slot, upper,
+                      prologue ? "true" : "false");
     emit_batch_offset(sb, name, o);
 }
 
@@ -381,8 +386,9 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb,
                       "constexpr dj_i64 DJ_M = %lldLL, DJ_N = %lldLL, DJ_K = %lldLL, DJ_BATCH = %lldLL;\n",
                       (long long)p.m, (long long)p.n, (long long)p.k, (long long)p.batch);
-    emit_operand(&sb, "a", "M", &p.a, dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[0]));
-    emit_operand(&sb, "b", "N", &p.b, dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[1]));
+    bool prologue[2] = {dnnjit__group_has_prologue(g, grp, 0), dnnjit__group_has_prologue(g, grp, 1)};
+    emit_operand(&sb, "a", "M", &p.a, dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[0]), prologue[0]);
+    emit_operand(&sb, "b", "N", &p.b, dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[1]), prologue[1]);
     if (kn.split > 1) {
         k->scratch_slot = k->tensor_count;
         k->scratch_bytes = scratch_bytes(&p, &kn);
@@ -391,6 +397,9 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr int DJ_SCRATCH_SLOT = %d;\nconstexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n\n",
                       k->scratch_slot, (long long)(kn.split > 1 ? scratch_counters(&p, &kn) : 0));
     dnnjit__emit_group_element(&sb, g, grp, k, p.c, p.mm->out[0], DNNJIT__ELEMENT_AT_COORDS);
+    for (int slot = 0; slot < 2; slot++)
+        if (prologue[slot])
+            dnnjit__emit_prologue(&sb, g, grp, k, slot, DNNJIT__ELEMENT_AT_COORDS);
     dnnjit__sb_append(&sb, dnnjit__template("gemm_mma.cuh"));
     k->source = dnnjit__sb_take(&sb);
     if (!k->source)

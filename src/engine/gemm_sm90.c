@@ -131,6 +131,13 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
         snprintf(why, why_size, "not a matmul group");
         return false;
     }
+    /* TMA copies memory as it is; an operand computed by a prologue is not in memory. */
+    for (int slot = 0; slot < 2; slot++)
+        if (dnnjit__group_has_prologue(g, grp, slot)) {
+            snprintf(why, why_size, "operand %s is computed by a fused prologue, which TMA cannot load",
+                     slot ? "B" : "A");
+            return false;
+        }
     const dnnjit__node_t *mm = &g->nodes[grp->first_node];
     const dnnjit__tensor_t *a = dnnjit__tensor(g, mm->in[0]), *b = dnnjit__tensor(g, mm->in[1]);
     const dnnjit__tensor_t *c = dnnjit__tensor(g, mm->out[0]);

@@ -11,7 +11,11 @@
  * reads it is the row op, another node of its prologue, or a node after the row op, so
  * that the row op's group (made when the pass reaches the row op) still runs before every
  * reader. Whatever a claimed node reads was made before it, hence by an earlier group.
- * Pointwise nodes that can extend a matmul's epilogue are left to the matmul. */
+ * Pointwise nodes that can extend a matmul's epilogue are left to the matmul.
+ *
+ * A matmul takes a prologue on each operand the same way: the pointwise nodes that compute
+ * its A (or B) element by element, which the GEMM engines evaluate while loading the
+ * operand's tiles, so the operand never goes through memory (see claim_gemm_prologue). */
 #include "fusion/fusion.h"
 
 #include <stdlib.h>
@@ -163,6 +167,68 @@ static void claim_prologue(dnnjit_graph_t g, int64_t r, const dnnjit__tensor_t *
     }
 }
 
+/* ---- matmul prologues ------------------------------------------------------------ */
+
+/* Claims the prologue of input `slot` (0: A, 1: B) of matmul r: claimed[p] = r. Nodes are
+ * visited from r backwards, so that every reader of a node is decided before the node.
+ * A pointwise node p is claimed when:
+ *   - it has the operand's shape: the engines evaluate each prologue node once per operand
+ *     element, at the operand's coordinates;
+ *   - its output is virtual: a tensor the user reads back (an output) has to be written,
+ *     and a GEMM computes each operand element once per tile of the other operand, so it
+ *     has no single place to write it from;
+ *   - every node that reads its output is the matmul, at this slot only, or a node already
+ *     claimed for this same operand: a value the matmul group keeps in registers while
+ *     loading a tile exists nowhere else, so no other node (nor the other operand's
+ *     prologue, nor the epilogue) could read it;
+ *   - it is not already claimed by a row op, and cannot extend a matmul's epilogue
+ *     (gemm_shape), which the greedy pass prefers, as it does for row prologues.
+ * Whatever a claimed node reads is made before it, by a node that is not claimed by a later
+ * anchor (such a node's readers all come after that anchor or belong to its prologue), so
+ * it exists by the time the matmul's group runs. */
+static void claim_gemm_prologue(dnnjit_graph_t g, int64_t r, int slot, const dnnjit__tensor_t **gemm_shape,
+                                int64_t *claimed)
+{
+    const dnnjit__node_t *mm = &g->nodes[r];
+    const dnnjit__tensor_t *operand = dnnjit__tensor(g, mm->in[slot]);
+    for (int64_t p = r - 1; p >= 0; p--) {
+        const dnnjit__node_t *n = &g->nodes[p];
+        if (claimed[p] >= 0 || n->op != DNNJIT_OP_POINTWISE || gemm_shape[p] || !out0(g, n)->is_virtual ||
+            !same_shape(out0(g, n), operand))
+            continue;
+        bool linked = false, ok = true;
+        for (int64_t m = p + 1; m < g->node_count && ok; m++)
+            for (int k = 0; k < DNNJIT__MAX_INPUTS && ok; k++) {
+                if (g->nodes[m].in[k] != n->out[0])
+                    continue;
+                ok = m == r ? k == slot : claimed[m] == r && dnnjit__prologue_slot(g, r, m) == slot;
+                linked = true;
+            }
+        if (ok && linked)
+            claimed[p] = r;
+    }
+}
+
+int dnnjit__prologue_slot(dnnjit_graph_t g, int64_t mm, int64_t node)
+{
+    /* Every reader of a prologue node is the matmul or a node of the same prologue (see
+     * claim_gemm_prologue), so following the first reader leads to the matmul. */
+    while (node < mm) {
+        int64_t next = -1;
+        for (int64_t m = node + 1; m <= mm && next < 0; m++)
+            for (int k = 0; k < DNNJIT__MAX_INPUTS && next < 0; k++)
+                if (g->nodes[m].in[k] == g->nodes[node].out[0]) {
+                    if (m == mm)
+                        return k;
+                    next = m;
+                }
+        if (next < 0)
+            return -1;
+        node = next;
+    }
+    return -1;
+}
+
 /* Appends a tensor to a list unless present. */
 static void add_unique(dnnjit_tensor_t *list, int64_t *count, dnnjit_tensor_t t)
 {
@@ -287,9 +353,12 @@ dnnjit_status_t dnnjit__partition(dnnjit_graph_t g, dnnjit__partition_t *out)
         group_of[i] = claimed[i] = -1;
     if (ok)
         mark_gemm_chains(g, gemm_shape);
-    for (int64_t i = 0; ok && i < n; i++)
+    for (int64_t i = 0; ok && i < n; i++) {
         if (dnnjit__row_fusable(g, &g->nodes[i]))
             claim_prologue(g, i, gemm_shape, claimed);
+        for (int slot = 0; slot < 2 && g->nodes[i].op == DNNJIT_OP_MATMUL; slot++)
+            claim_gemm_prologue(g, i, slot, gemm_shape, claimed);
+    }
     for (int64_t i = 0; ok && i < n; i++)
         if (group_of[i] < 0 && claimed[i] < 0)
             ok = make_group(g, i, claimed, group_of, out);

@@ -5,7 +5,7 @@
 #include "graph/graph.h"
 
 typedef enum dnnjit__group_kind {
-    DNNJIT__GROUP_GEMM,      /* matmul -> [pointwise epilogue DAG] */
+    DNNJIT__GROUP_GEMM,      /* [pointwise prologue DAG on A and/or B] -> matmul -> [pointwise epilogue DAG] */
     DNNJIT__GROUP_POINTWISE, /* a pointwise DAG over one output shape */
     DNNJIT__GROUP_SINGLE,    /* any other node on its own */
     DNNJIT__GROUP_ROW,       /* [pointwise prologue]* -> row op -> [pointwise epilogue]* */
@@ -35,6 +35,12 @@ typedef struct dnnjit__partition {
  * one group. Errors: OUT_OF_MEMORY, BAD_STATE (graph not validated). */
 dnnjit_status_t dnnjit__partition(dnnjit_graph_t g, dnnjit__partition_t *out);
 void dnnjit__partition_free(dnnjit__partition_t *p);
+
+/* The input slot of matmul `mm` (0: A, 1: B) whose prologue node `node` belongs to. The
+ * nodes of a GEMM group that come before its matmul (the group's first_node) are exactly
+ * its prologue nodes; for any other node the answer means nothing (-1 when node does not
+ * come before mm). */
+int dnnjit__prologue_slot(dnnjit_graph_t g, int64_t mm, int64_t node);
 
 /* ---- row ops ---- */
 

@@ -13,6 +13,9 @@
 //       is its contiguous axis, its strides along M and K, whether 16-byte copies are legal
 //       for every aligned base pointer, its argument slot, and the offset of batch entry b
 //   DJ_B_KMAJOR DJ_B_SN DJ_B_SK DJ_B_VEC DJ_B_SLOT dj_b_batch(b)   the same for B over [N, K]
+//   DJ_A_PROLOGUE DJ_B_PROLOGUE and dj_a_prologue, dj_b_prologue   operands computed by a
+//       fused pointwise prologue (see DjPrologueCopy); such an operand has no slot, and its
+//       layout constants only choose how its tile is stored
 //   DJ_SCRATCH_SLOT           the workspace slot of split-K partial sums (when DJ_SPLITK > 1)
 //   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
 //       and (when pair) col + 1; stores every output
@@ -138,6 +141,23 @@ template <typename T, bool KMAJOR, int MNT> struct DjTile {
     static __host__ __device__ constexpr unsigned off(int mn, int k) { return (unsigned)at(mn, k) * sizeof(T); }
 };
 
+// Fills one stage of an operand's tile element by element: value(mn, k), of type T, for the
+// elements inside the matrix, zero outside it. A rolled loop: unrolled, it doubles the
+// kernel's compile time.
+template <typename T, bool KMAJOR, int MNT, dj_i64 MN, typename F>
+__device__ __forceinline__ void dj_fill_elements(T *stage, int mn0, dj_i64 k0, const F &value)
+{
+    typedef DjTile<T, KMAJOR, MNT> Tile;
+    constexpr int INNER = KMAJOR ? DJ_BK : MNT, OUTER = KMAJOR ? MNT : DJ_BK;
+#pragma unroll 1
+    for (int e = (int)threadIdx.x; e < OUTER * INNER; e += DJ_THREADS) {
+        const int o = e / INNER, in = e % INNER;
+        const int mn_l = KMAJOR ? o : in, k_l = KMAJOR ? in : o;
+        const dj_i64 mn = mn0 + mn_l, k = k0 + k_l;
+        stage[Tile::at(mn_l, k_l)] = mn < MN && k < DJ_K ? value(mn, k) : dj_from_float<T>(0.0f);
+    }
+}
+
 // Copies K tiles of one operand (extent MN along M or N, strides SMN and SK) into shared
 // memory, zeros outside the matrix. Each thread's place in the tile, its source pointer and
 // which of its rows lie inside the matrix are worked out once; a tile then costs one
@@ -213,18 +233,66 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bo
         }
     }
 
-    // The slow path stays a rolled loop: unrolled, it doubles the kernel's compile time.
+    // The slow path stays a rolled loop (see dj_fill_elements) and out of line: inlined at
+    // every copy, it doubles the kernel's compile time.
     __device__ __noinline__ void copy_elements(T *stage, dj_i64 k0) const
     {
-#pragma unroll 1
-        for (int e = (int)threadIdx.x; e < OUTER * INNER; e += DJ_THREADS) {
-            const int o = e / INNER, in = e % INNER;
-            const int mn_l = KMAJOR ? o : in, k_l = KMAJOR ? in : o;
-            const dj_i64 mn = mn0 + mn_l, k = k0 + k_l;
-            stage[Tile::at(mn_l, k_l)] = mn < MN && k < DJ_K ? g[mn * SMN + k * SK] : dj_from_float<T>(0.0f);
-        }
+        dj_fill_elements<T, KMAJOR, MNT, MN>(stage, mn0, k0, [&](dj_i64 mn, dj_i64 k) { return g[mn * SMN + k * SK]; });
     }
 };
+
+// ---- operands computed by a prologue ------------------------------------------------
+//
+// The generator writes DJ_A_PROLOGUE and DJ_B_PROLOGUE, and for an operand that has one,
+// dj_a_prologue(batch, m, k, args) or dj_b_prologue(batch, k, n, args): the operand's
+// element evaluated in fp32 by the group's fused pointwise prologue, from the prologue's
+// own input tensors. The declarations let the code below name both; the function of an
+// operand without a prologue is named only in template code that is never instantiated.
+__device__ float dj_a_prologue(dj_i64 batch, dj_i64 row, dj_i64 col, const DjArgs &args);
+__device__ float dj_b_prologue(dj_i64 batch, dj_i64 row, dj_i64 col, const DjArgs &args);
+
+// Copies K tiles of operand SLOT (0: A, 1: B) computed by its prologue, element by element
+// (registers, compute, shared memory): each element is evaluated in fp32 and rounded to T,
+// the operand's type, as the unfused graph would store it. Elements outside the matrix are
+// stored as zero, not as the prologue's value there: a prologue such as x + 1 is not zero
+// at zero, and the K padding must add nothing to the products.
+template <typename T, bool KMAJOR, int MNT, dj_i64 MN, int SLOT> struct DjPrologueCopy {
+    const DjArgs *args;
+    dj_i64 batch, k_first;
+    int mn0;
+
+    __device__ __forceinline__ void copy(T *stage, int t) const { copy_elements(stage, k_first + (dj_i64)t * DJ_BK); }
+
+    __device__ __noinline__ void copy_elements(T *stage, dj_i64 k0) const
+    {
+        dj_fill_elements<T, KMAJOR, MNT, MN>(stage, mn0, k0, [&](dj_i64 mn, dj_i64 k) {
+            if constexpr (SLOT == 0)
+                return dj_from_float<T>(dj_a_prologue(batch, mn, k, *args));
+            else
+                return dj_from_float<T>(dj_b_prologue(batch, k, mn, *args));
+        });
+    }
+};
+
+// The tile copy of operand SLOT for batch entry `batch`, from K index k_first on: through
+// its prologue, or from memory.
+template <int SLOT> __device__ __forceinline__ auto dj_operand_copy(const DjArgs &args, dj_i64 batch, int mn0,
+                                                                   dj_i64 k_first)
+{
+    if constexpr (SLOT == 0 && DJ_A_PROLOGUE) {
+        return DjPrologueCopy<dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, 0>{&args, batch, k_first, mn0};
+    } else if constexpr (SLOT == 0) {
+        const dj_ta *const g = (const dj_ta *)args.ptr[DJ_A_SLOT] + dj_a_batch(batch);
+        return DjCopy<dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC>(g, mn0, k_first,
+                                                                                 ((dj_u64)g & 15) == 0);
+    } else if constexpr (DJ_B_PROLOGUE) {
+        return DjPrologueCopy<dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, 1>{&args, batch, k_first, mn0};
+    } else {
+        const dj_tb *const g = (const dj_tb *)args.ptr[DJ_B_SLOT] + dj_b_batch(batch);
+        return DjCopy<dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC>(g, mn0, k_first,
+                                                                                 ((dj_u64)g & 15) == 0);
+    }
+}
 
 // ---- fragments ----------------------------------------------------------------------
 
@@ -351,10 +419,6 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     const dj_i64 batch = blockIdx.y / DJ_SPLITK;
     const int split = (int)(blockIdx.y % DJ_SPLITK);
 
-    const dj_ta *const ga = (const dj_ta *)args.ptr[DJ_A_SLOT] + dj_a_batch(batch);
-    const dj_tb *const gb = (const dj_tb *)args.ptr[DJ_B_SLOT] + dj_b_batch(batch);
-    const bool a_aligned = ((dj_u64)ga & 15) == 0, b_aligned = ((dj_u64)gb & 15) == 0;
-
     const int kt0 = split * DJ_KTILES_PER_SPLIT;
     const int kt_count = (DJ_KTILES - kt0 < DJ_KTILES_PER_SPLIT ? DJ_KTILES - kt0 : DJ_KTILES_PER_SPLIT);
 
@@ -367,10 +431,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     // Stage s holds K tile kt0 + s (mod DJ_STAGES). Every step commits one copy group, empty
     // or not, so that waiting for all but the newest DJ_STAGES - 2 groups always means the
     // next tile to be read has landed.
-    const DjCopy<dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC> copy_a(ga, m0, (dj_i64)kt0 * DJ_BK,
-                                                                                   a_aligned);
-    const DjCopy<dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC> copy_b(gb, n0, (dj_i64)kt0 * DJ_BK,
-                                                                                   b_aligned);
+    const auto copy_a = dj_operand_copy<0>(args, batch, m0, (dj_i64)kt0 * DJ_BK);
+    const auto copy_b = dj_operand_copy<1>(args, batch, n0, (dj_i64)kt0 * DJ_BK);
     auto load = [&](int t) {
         const int stage = t % DJ_STAGES;
         copy_a.copy(sa + stage * DjTileA::ELEMS, t);
