@@ -4,7 +4,7 @@
 // When the group writes DSCALE or DBIAS, the first DJ_COL_BLOCKS blocks sum
 // dscale = dy * xhat and dbias = dy over the rows: block b owns strip b / DJ_SEGMENTS of
 // DJ_STRIP columns and segment b % DJ_SEGMENTS of DJ_SEG_ROWS rows, split among its threads,
-// whose sums add up in a fixed tree. With several segments, each stores its sums in the
+// whose sums add up in a fixed order. With several segments, each stores its sums in the
 // scratch (DjArgs.ptr[DJ_SCRATCH_SLOT]: DJ_SCRATCH_COUNTERS arrival counters, which execute
 // zeroes, then the sums), and the segment that arrives last at its strip adds the strip's
 // sums in segment order: no float atomics, so the result is deterministic. The column
@@ -54,21 +54,41 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
     }
 }
 
-// Sums v over the threads of a block that share a column lane (thread % lanes), in a fixed
-// tree through shared memory; the result is valid in the threads of row lane 0.
-template <int LANES> __device__ __forceinline__ float dj_col_sum(float v, float *part)
+// Sums dscale and dbias over the threads of a block that share a column lane (thread %
+// LANES): butterfly shuffles inside each warp across the lanes that share one (LANES
+// divides 32), then the warps' sums through shared memory in warp order, one barrier for
+// all of them. The sums are valid in threads [0, LANES).
+template <int LANES, int V> __device__ __forceinline__ void dj_col_sums(float (&dscale)[V], float (&dbias)[V])
 {
-    part[threadIdx.x] = v;
-    __syncthreads();
+    static_assert(32 % LANES == 0, "column lanes divide a warp");
 #pragma unroll
-    for (int s = DJ_BLOCK / LANES / 2; s > 0; s /= 2) {
-        if ((int)threadIdx.x / LANES < s)
-            part[threadIdx.x] += part[threadIdx.x + s * LANES];
-        __syncthreads();
+    for (int m = 16; m >= LANES; m /= 2)
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            dscale[e] += dj_shfl_xor(dscale[e], m);
+            dbias[e] += dj_shfl_xor(dbias[e], m);
+        }
+    __shared__ float part[DJ_BLOCK / 32][LANES][2 * V];
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    if (lane < LANES) {
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            part[warp][lane][e] = dscale[e];
+            part[warp][lane][V + e] = dbias[e];
+        }
     }
-    v = part[threadIdx.x];
-    __syncthreads(); // the next sum reuses part
-    return v;
+    __syncthreads();
+    if ((int)threadIdx.x < LANES) {
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            dscale[e] = part[0][threadIdx.x][e];
+            dbias[e] = part[0][threadIdx.x][V + e];
+            for (int w = 1; w < DJ_BLOCK / 32; w++) {
+                dscale[e] += part[w][threadIdx.x][e];
+                dbias[e] += part[w][threadIdx.x][V + e];
+            }
+        }
+    }
 }
 
 template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
@@ -76,7 +96,6 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
     constexpr int LANES = DJ_STRIP / V; // threads across the strip; the others go down the rows
     constexpr int ROW_LANES = DJ_BLOCK / LANES;
     static_assert(LANES * V == DJ_STRIP && ROW_LANES * LANES == DJ_BLOCK, "strip layout");
-    __shared__ float part[DJ_BLOCK];
     const int strip = (int)blockIdx.x / DJ_SEGMENTS, segment = (int)blockIdx.x % DJ_SEGMENTS;
     const int lane = (int)threadIdx.x % LANES, col = strip * DJ_STRIP + lane * V;
     const bool inside = col < DJ_COLS;
@@ -100,11 +119,7 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
             }
         }
     }
-#pragma unroll
-    for (int e = 0; e < V; e++) {
-        dscale[e] = dj_col_sum<LANES>(dscale[e], part);
-        dbias[e] = dj_col_sum<LANES>(dbias[e], part);
-    }
+    dj_col_sums<LANES>(dscale, dbias);
     if constexpr (DJ_SEGMENTS > 1) {
         unsigned *const arrivals = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
         float *const sums = (float *)(arrivals + DJ_SCRATCH_COUNTERS) + (dj_i64)strip * DJ_SEGMENTS * 2 * DJ_STRIP;
