@@ -2,9 +2,9 @@
  * outputs poisoned with NaN: every row op, phase and io type at odd widths (1, 7, 77,
  * 1000, 4097), long rows (register and stream plans), statistics outputs, and fused
  * prologues and epilogues. For each graph the plan mode A puts first and the one mode B
- * puts first run; for one width per op every plan of the rows engine runs. Relative error
- * ||out - ref|| / ||ref|| must stay under 1e-5 for FLOAT and 1e-2 for HALF and BFLOAT16
- * inputs; NaN fails. Skipped (77) without a GPU. */
+ * puts first run, and mode FALLBACK's; for one width per op every plan of the rows engine
+ * runs. Relative error ||out - ref|| / ||ref|| must stay under 1e-5 for FLOAT and 1e-2 for
+ * HALF and BFLOAT16 inputs; NaN fails. Skipped (77) without a GPU. */
 #include "gpu_util.h"
 
 #include "gpu.h"
@@ -36,8 +36,8 @@ static void run_plan(dnnjit_graph_t g, int64_t index, double lo, double hi, doub
     dnnjit_free(name);
 }
 
-/* Runs mode A's first plan and mode B's first plan (when it differs); with `sweep`, every
- * plan of the rows engine too. Every group of g must be a row group or the plan names say
+/* Runs mode A's first plan, mode B's first plan (when it differs) and mode FALLBACK's plan;
+ * with `sweep`, every plan of the rows engine too. Every group of g must be a row group or the plan names say
  * which engine ran it. Destroys g. */
 static void check(dnnjit_graph_t g, double lo, double hi, double tol, bool sweep, const char *label)
 {
@@ -63,6 +63,11 @@ static void check(dnnjit_graph_t g, double lo, double hi, double tol, bool sweep
     TU_OK(dnnjit_graph_get_plan_name(g, 0, &first_b));
     if (strcmp(first_a, first_b) != 0)
         run_plan(g, 0, lo, hi, tol, label);
+    /* Mode FALLBACK: the fallback engine for an op alone, the rows engine's simplest plan
+     * for an op fused with pointwise nodes (which the fallback engine cannot run). */
+    dnnjit_heur_mode_t fb = DNNJIT_HEUR_MODE_FALLBACK;
+    TU_OK(dnnjit_graph_create_execution_plans(g, &fb, 1));
+    run_plan(g, 0, lo, hi, tol, label);
     dnnjit_free(first_a);
     dnnjit_free(first_b);
     dnnjit_graph_destroy(g);

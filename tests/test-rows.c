@@ -596,6 +596,45 @@ static void plan_lists(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* Mode FALLBACK runs a row op fused with pointwise nodes, which the fallback engine cannot,
+ * with the rows engine's simplest plan: one plan, one element at a time; a stream plan
+ * when the row is too long for registers. */
+static dnnjit_graph_t add_rmsnorm_graph(void);
+static dnnjit_graph_t fused_softmax_graph(void);
+static dnnjit_graph_t logsumexp_graph(void);
+static dnnjit_graph_t fused_backward_graph(void);
+
+static void fallback_runs_fused_row_groups(void **state)
+{
+    (void)state;
+    static const struct {
+        dnnjit_graph_t (*make)(void);
+        const char *plan;
+    } cases[] = {
+        /* 4096 bf16 elements are 128 registers a thread at 32 threads: 128 threads hold them. */
+        {add_rmsnorm_graph, "rows_t128_r1_scalar"},
+        /* 1000 elements: 32 threads of 32 registers. */
+        {fused_softmax_graph, "rows_t32_r4_scalar"},
+        /* A reduction keeps nothing but reads one element per register-plan slot: 77 fit 4 threads. */
+        {logsumexp_graph, "rows_t4_r32_scalar"},
+        /* 640 elements of two float-kept inputs: 64 threads of 20 registers. */
+        {fused_backward_graph, "rows_t64_r2_scalar"},
+    };
+    dnnjit_heur_mode_t fb = DNNJIT_HEUR_MODE_FALLBACK;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = cases[i].make();
+        TU_OK(dnnjit_graph_create_execution_plans(g, &fb, 1));
+        int64_t count;
+        TU_OK(dnnjit_graph_get_plan_count(g, &count));
+        assert_int_equal(count, 1);
+        char *name;
+        TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+        assert_string_equal(name, cases[i].plan);
+        dnnjit_free(name);
+        dnnjit_graph_destroy(g);
+    }
+}
+
 /* ---- generated source -------------------------------------------------------------- */
 
 /* Generates g's only row group with `knob` twice (the same bytes), checks the launch shape
@@ -1020,6 +1059,7 @@ int main(void)
         cmocka_unit_test(knob_names_are_distinct),
         cmocka_unit_test(cost_ranks_sensibly),
         cmocka_unit_test(plan_lists),
+        cmocka_unit_test(fallback_runs_fused_row_groups),
         cmocka_unit_test(launch_shape_and_source),
         cmocka_unit_test(prologue_stores_on_the_first_pass),
         cmocka_unit_test(split_rows),

@@ -175,6 +175,17 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     return !*reason;
 }
 
+int dnnjit__rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, const char *arch, char *why,
+                               size_t why_size)
+{
+    /* Table order among the scalar plans: the fewest threads per row that hold the row in
+     * registers, else a streaming block; every row length has one. */
+    for (int k = 0; k < KNOB_COUNT; k++)
+        if (!knobs[k].vector && knobs[k].how != SPLIT && rows_supports(g, grp, k, arch, why, why_size))
+            return k;
+    return -1;
+}
+
 static void rows_knob_name(int knob, char *buf, size_t size)
 {
     const knob_t *kn = &knobs[knob];
