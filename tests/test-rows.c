@@ -451,8 +451,14 @@ static void mode_a_picks_by_row_length(void **state)
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 1, "t1_r128_scalar"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 4097, "t256_r1_scalar"},  /* 17 per thread; 33 at 128 */
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4097, "t256_r1_scalar"},   /* one element to a register */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec"}, /* 4 x (4 + 4) */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 4096, "t256_r1_vec"},    /* 4 x (4 + 4) */
+        /* A norm backward with DSCALE fuses the column sums while the row and two float sums
+         * per element fit 48 registers: at 512 threads one chunk, 4 + 4 and 2 x 8. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t512_r1_vec_fused"},
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 4096, "t512_r1_vec_fused"}, /* 2 x (4 + 4) + 2 x 8 */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec_fused"}, /* 2 x (4 + 4) + 2 x 8 */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r4_vec_fused"},   /* 125 vectors: 2 chunks */
+        /* 32768 elements are 32 a thread at 1024 threads: 32 + 64 registers; column blocks. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t1024_r1_vec"}, /* 4 x (4 + 4) */
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t32_r4_vec"},        /* 4 x (4 + 4) */
         {OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 1000, "t32_r4_vec"},    /* 250 vectors: 8 x 4 elements */
     };
@@ -483,6 +489,9 @@ static void knob_refusals(void **state)
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 32768, "t1024_r1_vec_stream", "fits in registers"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 32768, "t512_r1_vec", "needs 64 registers"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 4096, "t64_r2_vec", "needs 64 registers"},
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4096, "t512_r1_vec_fused", "only a norm backward"},
+        /* 32 elements a thread: 4 chunks of 4 + 4 registers, and 2 x 32 sums. */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec_fused", "need 96 registers"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = op_graph(NULL, cases[i].op, cases[i].io, 8, cases[i].cols, 0);
@@ -696,6 +705,24 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.scratch_slot, k.tensor_count);
     assert_int_equal(k.scratch_zero_bytes, 64 * 4);
     assert_int_equal(k.scratch_bytes, 64 * 4 + 63 * 2 * 2 * 16 * 4);
+    dnnjit__kernel_free(&k);
+    /* Fused at 64 threads and 4 rows a block: 132 x 2048 / 256 = 1056 row blocks would run
+     * at once, but 77 rows need only 20; then 1000 / 32 column blocks (rounded up), and a
+     * scratch of 64 counters and 20 x 2 x 1000 partial sums. */
+    k = generate(g, knob_named("t64_r4_vec_fused"));
+    assert_int_equal(k.grid[0], 20 + 32);
+    assert_int_equal(k.block[0], 256);
+    assert_non_null(strstr(k.source, "constexpr unsigned DJ_COL_BLOCKS = 0u;"));
+    assert_non_null(strstr(k.source, "constexpr unsigned DJ_FUSED_BLOCKS = 20u;"));
+    assert_int_equal(k.scratch_zero_bytes, 64 * 4);
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 20 * 2 * 1000 * 4);
+    dnnjit__kernel_free(&k);
+    dnnjit_graph_destroy(g);
+    /* With many rows, 132 x 1024 / 512 = 264 row blocks at half the threads per SM. */
+    g = op_graph(NULL, OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 10000, 4096, 0);
+    k = generate(g, knob_named("t512_r1_vec_fused_half"));
+    assert_int_equal(k.grid[0], 264 + 4096 / 32);
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 264 * 2 * 4096 * 4);
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
     /* A stream plan keeps nothing in registers: 9001 floats are 36 per thread at 256. */
