@@ -223,6 +223,20 @@ static void reductions_all(void **state)
                       w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
 }
 
+/* Fused norm backward plans (DSCALE and DBIAS added up by the row blocks) with more rows
+ * than their row blocks, so that each block sums several rows: 4096 bf16 (512 and 256
+ * threads a row, 528 blocks), 8192 (1024 threads), 1000 halves (4 rows of 64 threads a
+ * block, 1056 blocks; 5001 rows leave the last block's last rows empty) and floats
+ * (128 threads); every plan. */
+static void fused_column_sums(void **state)
+{
+    (void)state;
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 1200, 4096, false, true, true);
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 600, 8192, true, false, true);
+    norm_backward(DNNJIT_DATA_TYPE_HALF, 5001, 1000, true, true, true);
+    norm_backward(DNNJIT_DATA_TYPE_FLOAT, 2500, 1000, false, true, true);
+}
+
 /* Rows too long for registers at fewer threads (block-wide and stream plans), few of
  * them (split plans for reductions), every plan. */
 static void long_rows(void **state)
@@ -392,9 +406,9 @@ int main(void)
     if (!tu_gpu_available())
         return 77;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(softmax_all),   cmocka_unit_test(norms_all),     cmocka_unit_test(reductions_all),
-        cmocka_unit_test(long_rows),     cmocka_unit_test(add_rmsnorm),   cmocka_unit_test(fused_softmax),
-        cmocka_unit_test(fused_others),  cmocka_unit_test(strided_layouts),
+        cmocka_unit_test(softmax_all),       cmocka_unit_test(norms_all),     cmocka_unit_test(reductions_all),
+        cmocka_unit_test(long_rows),         cmocka_unit_test(add_rmsnorm),   cmocka_unit_test(fused_softmax),
+        cmocka_unit_test(fused_column_sums), cmocka_unit_test(fused_others),  cmocka_unit_test(strided_layouts),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     printf("%d plans run\n", plans_run);
