@@ -691,20 +691,20 @@ static void launch_shape_and_source(void **state)
     assert_non_null(strstr(k.source, "constexpr int DJ_STATS = 2;"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
-    /* Layer norm backward writing DSCALE and DBIAS: 1000 / 16-column strips = 63 strips,
-     * each in 2 segments (rows / 64, rounded up; 264 / 63 would want 5) of 39 rows: 126
-     * column blocks in front of 77 / 2 = 39 row blocks, and a scratch of 64 counters and
-     * 63 strips x 2 segments x 2 sums x 16 floats. */
+    /* Layer norm backward writing DSCALE and DBIAS: 1000 / 32-column strips (64 bytes) =
+     * 32 strips (rounded up), each in 2 segments (rows / 64, rounded up; 264 / 32 would
+     * want 9) of 39 rows: 64 column blocks in front of 77 / 2 = 39 row blocks, and a
+     * scratch of 64 counters and 32 strips x 2 segments x 2 sums x 32 floats. */
     g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 77, 1000, 1);
     k = generate(g, knob_named("t64_r2_vec"));
-    assert_int_equal(k.grid[0], 126 + 39);
-    assert_non_null(strstr(k.source, "constexpr unsigned DJ_COL_BLOCKS = 126u;"));
-    assert_non_null(strstr(k.source, "constexpr int DJ_STRIP = 16;"));
+    assert_int_equal(k.grid[0], 64 + 39);
+    assert_non_null(strstr(k.source, "constexpr unsigned DJ_COL_BLOCKS = 64u;"));
+    assert_non_null(strstr(k.source, "constexpr int DJ_STRIP = 32;"));
     assert_non_null(strstr(k.source, "constexpr int DJ_SEGMENTS = 2;"));
     assert_non_null(strstr(k.source, "constexpr dj_i64 DJ_SEG_ROWS = 39LL;"));
     assert_int_equal(k.scratch_slot, k.tensor_count);
     assert_int_equal(k.scratch_zero_bytes, 64 * 4);
-    assert_int_equal(k.scratch_bytes, 64 * 4 + 63 * 2 * 2 * 16 * 4);
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 32 * 2 * 2 * 32 * 4);
     dnnjit__kernel_free(&k);
     /* Fused at 64 threads and 4 rows a block: 132 x 2048 / 256 = 1056 row blocks would run
      * at once, but 77 rows need only 20; then 1000 / 32 column blocks (rounded up), and a
