@@ -5,10 +5,15 @@
  * input) or is streamed (read once per pass). The algorithms are src/kernels/rows_*.cuh;
  * rows_emit.c writes the accessors that specialise them.
  *
- * Mode A takes the knobs in table order, and supports() refuses a register plan whose row
- * does not fit in 32 registers per thread (16-bit values two to a register), a stream plan
- * whose row does, and any plan with
- * more threads per row than the row has vectors, so that mode A's first plan is the fewest
+ * A norm backward that writes DSCALE or DBIAS sums over the rows as well: fused plans do it
+ * in the row blocks as they go (one read of DY and X) when each thread's share of the row
+ * and its column sums fit in registers; other plans have column blocks that read DY and X
+ * a second time (rows too long for that, such as 32768 16-bit elements).
+ *
+ * Mode A takes the knobs in table order (fused and split plans first), and supports()
+ * refuses a register plan whose row does not fit in 32 registers per thread (16-bit values
+ * two to a register), a stream plan whose row does, and any plan with more threads per
+ * row than the row has vectors, so that mode A's first plan is the fewest
  * threads per row that hold the row in registers: a part of a warp for short rows, a warp
  * up to about a thousand elements, a block beyond, and a streaming block when even 1024
  * threads cannot hold it (1024 threads first: the fewest rows in flight, whose later

@@ -206,15 +206,15 @@ __device__ __forceinline__ float dj_max_nan(float a, float b)
     return m;
 }
 
-// exp(x - max) as 2^(x * log2(e) - max * log2(e)) with max_log2e = max * log2(e): one fused
-// multiply-add and one hardware exp2 (denormal results flush to 0, far below what a softmax
-// output or its sum can resolve), where __expf takes a subtraction, a multiply and a
-// denormal-preserving exp2.
+// exp(x - max) as 2^((x - max) * log2(e)) in the hardware exp2 with denormal results
+// flushed to 0 (far below what a softmax output or its sum can resolve), which saves
+// __expf's denormal handling. x - max is exact near the max (where the large terms are),
+// which folding max * log2(e) into one fused multiply-add would not be.
 constexpr float DJ_LOG2E = 1.4426950408889634f;
-__device__ __forceinline__ float dj_exp_shifted(float x, float max_log2e)
+__device__ __forceinline__ float dj_exp_shifted(float x, float max)
 {
     float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(x, DJ_LOG2E, -max_log2e)));
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"((x - max) * DJ_LOG2E));
     return y;
 }
 

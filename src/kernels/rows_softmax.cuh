@@ -19,7 +19,6 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
             max = dj_max_nan(max, x[e]);
     }
     max = dj_row_reduce(max, rw.sub, rw.lane, [](float a, float b) { return dj_max_nan(a, b); });
-    const float max_log2e = max * DJ_LOG2E;
     float sum = 0.0f;
 #pragma unroll(R::UNROLL)
     for (int k = 0; k < R::CHUNKS; k++) {
@@ -28,7 +27,7 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
         if (rw.has(k)) {
 #pragma unroll
             for (int e = 0; e < V; e++)
-                sum += dj_exp_shifted(x[e], max_log2e);
+                sum += dj_exp_shifted(x[e], max);
         }
     }
     sum = dj_row_sum(sum, rw);
@@ -40,7 +39,7 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
         if (rw.has(k)) {
 #pragma unroll
             for (int e = 0; e < V; e++)
-                s[e] = dj_exp_shifted(x[e], max_log2e) * inv_sum;
+                s[e] = dj_exp_shifted(x[e], max) * inv_sum;
             dj_out_S<V>(rw.row, rw.col(k), s, args);
         }
     }
