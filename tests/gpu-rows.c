@@ -225,9 +225,9 @@ static void reductions_all(void **state)
 
 /* Fused norm backward plans (DSCALE and DBIAS added up by the row blocks) with more rows
  * than their row blocks, so that each block sums several rows: 4096 bf16 (512 and 256
- * threads a row, 528 blocks), 8192 (1024 threads), 1000 halves (4 rows of 64 threads a
- * block, 1056 blocks; 5001 rows leave the last block's last rows empty) and floats
- * (128 threads); every plan. */
+ * threads a row, 264 and 528 blocks), 8192 (1024 threads, 132 blocks), 1000 halves (4
+ * rows of 64 threads a block, 528 blocks; 5001 rows leave the last block's last rows
+ * empty) and floats (128 threads, 1056 blocks); every plan. */
 static void fused_column_sums(void **state)
 {
     (void)state;

@@ -706,7 +706,7 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.scratch_zero_bytes, 64 * 4);
     assert_int_equal(k.scratch_bytes, 64 * 4 + 32 * 2 * 2 * 32 * 4);
     dnnjit__kernel_free(&k);
-    /* Fused at 64 threads and 4 rows a block: 132 x 2048 / 256 = 1056 row blocks would run
+    /* Fused at 64 threads and 4 rows a block: 132 x 1024 / 256 = 528 row blocks would run
      * at once, but 77 rows need only 20; then 1000 / 32 column blocks (rounded up), and a
      * scratch of 64 counters and 20 x 2 x 1000 partial sums. */
     k = generate(g, knob_named("t64_r4_vec_fused"));
@@ -716,13 +716,15 @@ static void launch_shape_and_source(void **state)
     assert_non_null(strstr(k.source, "constexpr unsigned DJ_FUSED_BLOCKS = 20u;"));
     assert_int_equal(k.scratch_zero_bytes, 64 * 4);
     assert_int_equal(k.scratch_bytes, 64 * 4 + 20 * 2 * 1000 * 4);
+    assert_non_null(strstr(k.source, "constexpr int DJ_MIN_BLOCKS = 4;"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
-    /* With many rows, 132 x 1024 / 512 = 264 row blocks at half the threads per SM. */
+    /* With many rows, 132 x 512 / 512 = 132 row blocks at half the threads per SM. */
     g = op_graph(NULL, OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 10000, 4096, 0);
     k = generate(g, knob_named("t512_r1_vec_fused_half"));
-    assert_int_equal(k.grid[0], 264 + 4096 / 32);
-    assert_int_equal(k.scratch_bytes, 64 * 4 + 264 * 2 * 4096 * 4);
+    assert_int_equal(k.grid[0], 132 + 4096 / 32);
+    assert_non_null(strstr(k.source, "constexpr int DJ_MIN_BLOCKS = 1;"));
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 132 * 2 * 4096 * 4);
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
     /* A stream plan keeps nothing in registers: 9001 floats are 36 per thread at 256. */

@@ -41,7 +41,8 @@ typedef struct knob {
     bool vector; /* DJ_VEC-element accesses (else one element at a time) */
     how_t how;
     int sm_threads; /* FUSED: threads per SM its row blocks fill (their partial sums cost
-                     * memory, so the grid holds no more blocks than run at once) */
+                     * memory, so the grid holds no more blocks than run at once), which
+                     * the kernel's launch bounds ask the compiler's register use for */
 } knob_t;
 
 static const knob_t knobs[] = {
@@ -55,11 +56,13 @@ static const knob_t knobs[] = {
     {256, 1, true, SPLIT, 0},       {256, 1, false, SPLIT, 0},
     /* Fused norm backward, in mode A's order: 8 elements a thread for 4096-wide rows, 16,
      * 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit rows (four
-     * rows to a block: a quarter of the partial sums); the same at half the threads per SM
-     * (half the partial sums, half the loads in flight). */
-    {512, 1, true, FUSED, 2048}, {256, 1, true, FUSED, 2048}, {1024, 1, true, FUSED, 2048},
-    {128, 1, true, FUSED, 2048}, {64, 4, true, FUSED, 2048},  {512, 1, true, FUSED, 1024},
-    {256, 1, true, FUSED, 1024}, {128, 1, true, FUSED, 1024}, {64, 4, true, FUSED, 1024},
+     * rows to a block: a quarter of the partial sums). 1024 threads per SM hold 64
+     * registers each (ptxas puts 4096-wide bf16 rows at 512 threads in 64 without spills,
+     * at 256 threads or 1000-wide halves with small spills); the same at 512 threads per SM
+     * (up to 128 registers: no spills, half the loads in flight and half the partial sums). */
+    {512, 1, true, FUSED, 1024}, {256, 1, true, FUSED, 1024}, {1024, 1, true, FUSED, 1024},
+    {128, 1, true, FUSED, 1024}, {64, 4, true, FUSED, 1024},  {512, 1, true, FUSED, 512},
+    {256, 1, true, FUSED, 512},  {128, 1, true, FUSED, 512},  {64, 4, true, FUSED, 512},
 };
 
 enum {
@@ -238,7 +241,7 @@ static void rows_knob_name(int knob, char *buf, size_t size)
     const knob_t *kn = &knobs[knob];
     snprintf(buf, size, "t%d_r%d_%s%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
              kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : kn->how == FUSED ? "_fused" : "",
-             kn->how == FUSED && kn->sm_threads < 2048 ? "_half" : "");
+             kn->how == FUSED && kn->sm_threads < 1024 ? "_half" : "");
 }
 
 /* Mode A: table order, except that fused plans (which read a norm backward's inputs once
@@ -384,11 +387,13 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "constexpr int DJ_BLOCK = %d;\nconstexpr int DJ_VEC = %d;\nconstexpr bool DJ_REGS = %s;\n"
                       "constexpr int DJ_SPLIT = %lld;\nconstexpr int DJ_SEG_COLS = %lld;\n"
                       "constexpr unsigned DJ_COL_BLOCKS = %lldu;\nconstexpr unsigned DJ_FUSED_BLOCKS = %lldu;\n"
-                      "constexpr int DJ_FUSED_STRIP = %d;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n"
+                      "constexpr int DJ_FUSED_STRIP = %d;\nconstexpr int DJ_MIN_BLOCKS = %d;\n"
+                      "constexpr int DJ_SCRATCH_SLOT = %d;\n"
                       "constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
-                      (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, k->scratch_slot,
+                      (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP,
+                      fused ? kn->sm_threads / (kn->tpr * kn->rpb) : 1, k->scratch_slot,
                       (long long)(scratch ? counters : 0));
     emit_op_constants(&sb, &pb);
     dnnjit__sb_append(&sb, "\n");

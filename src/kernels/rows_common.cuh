@@ -14,7 +14,7 @@
 // DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_COL_BLOCKS (blocks in
 // front of the row blocks that do per-column work, 0 for most ops), DJ_FUSED_BLOCKS and
 // DJ_FUSED_STRIP (a fused norm backward's row blocks and columns per column block; 0 and
-// unused otherwise), DJ_SCRATCH_SLOT and DJ_SCRATCH_COUNTERS (the kernel's scratch, whose
+// unused otherwise), DJ_MIN_BLOCKS (blocks per SM for the launch bounds), DJ_SCRATCH_SLOT and DJ_SCRATCH_COUNTERS (the kernel's scratch, whose
 // counters execute zeroes), this file, the generated dj_aligned(args) and port accessors, the op's file (rows_<op>.cuh), and rows_kernel.cuh. The accessors are named
 // after the op's ports:
 //   dj_in_P<V>(row, col, v, args, first)  full input P at (row, col .. col + V - 1); a
@@ -49,9 +49,11 @@ template <int V> struct DjRow {
     // reads the row again on each pass instead.
     static constexpr bool REGS = DJ_REGS && V == DJ_VEC;
     static constexpr int CACHED = REGS ? CHUNKS : 1;
-    // Register-resident rows, and a fused plan's per-column sums, unroll completely so
-    // that they stay in registers.
-    static constexpr int UNROLL = REGS || DJ_FUSED_BLOCKS > 0 || CHUNKS < 4 ? CHUNKS : 4;
+    // Register-resident rows unroll completely so that the cache (and a fused plan's
+    // per-column sums) stay in registers. The one-element path of a fused plan keeps its
+    // sums in local memory instead: unrolled, they would raise the registers of the whole
+    // kernel, and that path serves only unaligned pointers.
+    static constexpr int UNROLL = REGS || CHUNKS < 4 ? CHUNKS : 4;
     dj_i64 row;
     int segment, lane, sub;
     bool valid;
