@@ -299,7 +299,7 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     /* In flight: each thread's whole share of the row when it stays in registers, else up
      * to four chunks, over the threads the GPU holds at once. */
     double element = (double)dnnjit_data_type_size(dnnjit__tensor(g, pb.op->in[0])->resolved_type);
-    double threads = (double)(kn->how == FUSED ? fused_blocks(&pb, kn) : pb.geo.rows * split) * kn->tpr;
+    double threads = (double)(kn->how == FUSED ? fused_blocks(&pb, kn) * kn->rpb : pb.geo.rows * split) * kn->tpr;
     threads = threads < 132.0 * 2048 ? threads : 132.0 * 2048;
     double in_flight = threads * (in_registers(&pb, kn) ? chunks : chunks < 4 ? chunks : 4) * vec * element;
     double reads = row_inputs * (kn->how == STREAM ? pb.passes : 1);
