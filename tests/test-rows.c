@@ -716,14 +716,14 @@ static void launch_shape_and_source(void **state)
     assert_non_null(strstr(k.source, "constexpr unsigned DJ_FUSED_BLOCKS = 20u;"));
     assert_int_equal(k.scratch_zero_bytes, 64 * 4);
     assert_int_equal(k.scratch_bytes, 64 * 4 + 20 * 2 * 1000 * 4);
-    assert_non_null(strstr(k.source, "constexpr int DJ_MIN_BLOCKS = 4;"));
+    assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 4)"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
     /* With many rows, 132 x 512 / 512 = 132 row blocks at half the threads per SM. */
     g = op_graph(NULL, OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 10000, 4096, 0);
     k = generate(g, knob_named("t512_r1_vec_fused_half"));
     assert_int_equal(k.grid[0], 132 + 4096 / 32);
-    assert_non_null(strstr(k.source, "constexpr int DJ_MIN_BLOCKS = 1;"));
+    assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 1)"));
     assert_int_equal(k.scratch_bytes, 64 * 4 + 132 * 2 * 4096 * 4);
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);

@@ -14,8 +14,10 @@
 // DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_COL_BLOCKS (blocks in
 // front of the row blocks that do per-column work, 0 for most ops), DJ_FUSED_BLOCKS and
 // DJ_FUSED_STRIP (a fused norm backward's row blocks and columns per column block; 0 and
-// unused otherwise), DJ_MIN_BLOCKS (blocks per SM for the launch bounds), DJ_SCRATCH_SLOT and DJ_SCRATCH_COUNTERS (the kernel's scratch, whose
-// counters execute zeroes), this file, the generated dj_aligned(args) and port accessors, the op's file (rows_<op>.cuh), and rows_kernel.cuh. The accessors are named
+// unused otherwise), DJ_SCRATCH_SLOT and DJ_SCRATCH_COUNTERS (the kernel's scratch, whose
+// counters execute zeroes) and DJ_LAUNCH_BOUNDS (the kernel's __launch_bounds__), this
+// file, the generated dj_aligned(args) and port accessors, the op's file (rows_<op>.cuh),
+// and rows_kernel.cuh. The accessors are named
 // after the op's ports:
 //   dj_in_P<V>(row, col, v, args, first)  full input P at (row, col .. col + V - 1); a
 //                                         prologue stores the tensors it makes only when

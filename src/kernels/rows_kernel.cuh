@@ -28,8 +28,8 @@ template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
     }
 }
 
-// DJ_MIN_BLOCKS: the blocks per SM a fused plan's grid assumes run at once (1 otherwise).
-extern "C" __global__ void __launch_bounds__(DJ_BLOCK, DJ_MIN_BLOCKS) dj_rows(const DjArgs args)
+// DJ_LAUNCH_BOUNDS: the block size, and for a fused plan the blocks per SM its grid assumes.
+extern "C" __global__ void DJ_LAUNCH_BOUNDS dj_rows(const DjArgs args)
 {
     if constexpr (DJ_VEC > 1) {
         if (dj_aligned(args)) {
