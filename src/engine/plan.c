@@ -127,7 +127,7 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
     if (mode == DNNJIT_HEUR_MODE_FALLBACK && n == 0 && grp->kind == DNNJIT__GROUP_ROW) {
         int k = dnnjit__rows_fallback_knob(g, grp, arch, why, why_size);
         if (k >= 0)
-            out[n++] = (candidate_t){{&dnnjit__engine_rows, k}, dnnjit__engine_rows.cost(g, grp, k), 0, 0};
+            out[n++] = (candidate_t){.choice = {&dnnjit__engine_rows, k}, .cost = dnnjit__engine_rows.cost(g, grp, k)};
     }
     if (mode == DNNJIT_HEUR_MODE_B)
         qsort(out, (size_t)n, sizeof *out, by_cost);
