@@ -2,9 +2,9 @@
  * outputs poisoned with NaN: every row op, phase and io type at odd widths (1, 7, 77,
  * 1000, 4097), long rows (register and stream plans), statistics outputs, and fused
  * prologues and epilogues. For each graph the plan mode A puts first and the one mode B
- * puts first run; for one width per op every plan of the rows engine runs. Relative error
- * ||out - ref|| / ||ref|| must stay under 1e-5 for FLOAT and 1e-2 for HALF and BFLOAT16
- * inputs; NaN fails. Skipped (77) without a GPU. */
+ * puts first run, and mode FALLBACK's; for one width per op every plan of the rows engine
+ * runs. Relative error ||out - ref|| / ||ref|| must stay under 1e-5 for FLOAT and 1e-2 for
+ * HALF and BFLOAT16 inputs; NaN fails. Skipped (77) without a GPU. */
 #include "gpu_util.h"
 
 #include "gpu.h"
@@ -36,8 +36,8 @@ static void run_plan(dnnjit_graph_t g, int64_t index, double lo, double hi, doub
     dnnjit_free(name);
 }
 
-/* Runs mode A's first plan and mode B's first plan (when it differs); with `sweep`, every
- * plan of the rows engine too. Every group of g must be a row group or the plan names say
+/* Runs mode A's first plan, mode B's first plan (when it differs) and mode FALLBACK's plan;
+ * with `sweep`, every plan of the rows engine too. Every group of g must be a row group or the plan names say
  * which engine ran it. Destroys g. */
 static void check(dnnjit_graph_t g, double lo, double hi, double tol, bool sweep, const char *label)
 {
@@ -63,6 +63,11 @@ static void check(dnnjit_graph_t g, double lo, double hi, double tol, bool sweep
     TU_OK(dnnjit_graph_get_plan_name(g, 0, &first_b));
     if (strcmp(first_a, first_b) != 0)
         run_plan(g, 0, lo, hi, tol, label);
+    /* Mode FALLBACK: the fallback engine for an op alone, the rows engine's simplest plan
+     * for an op fused with pointwise nodes (which the fallback engine cannot run). */
+    dnnjit_heur_mode_t fb = DNNJIT_HEUR_MODE_FALLBACK;
+    TU_OK(dnnjit_graph_create_execution_plans(g, &fb, 1));
+    run_plan(g, 0, lo, hi, tol, label);
     dnnjit_free(first_a);
     dnnjit_free(first_b);
     dnnjit_graph_destroy(g);
@@ -216,6 +221,20 @@ static void reductions_all(void **state)
         for (int w = 0; w < WIDTH_COUNT; w++)
             reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], (dnnjit_reduction_mode_t)mode,
                       w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
+}
+
+/* Fused norm backward plans (DSCALE and DBIAS added up by the row blocks) with more rows
+ * than their row blocks, so that each block sums several rows: 4096 bf16 (512 and 256
+ * threads a row, 264 and 528 blocks), 8192 (1024 threads, 132 blocks), 1000 halves (4
+ * rows of 64 threads a block, 528 blocks; 5001 rows leave the last block's last rows
+ * empty) and floats (128 threads, 1056 blocks); every plan. */
+static void fused_column_sums(void **state)
+{
+    (void)state;
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 1200, 4096, false, true, true);
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 600, 8192, true, false, true);
+    norm_backward(DNNJIT_DATA_TYPE_HALF, 5001, 1000, true, true, true);
+    norm_backward(DNNJIT_DATA_TYPE_FLOAT, 2500, 1000, false, true, true);
 }
 
 /* Rows too long for registers at fewer threads (block-wide and stream plans), few of
@@ -387,9 +406,9 @@ int main(void)
     if (!tu_gpu_available())
         return 77;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(softmax_all),   cmocka_unit_test(norms_all),     cmocka_unit_test(reductions_all),
-        cmocka_unit_test(long_rows),     cmocka_unit_test(add_rmsnorm),   cmocka_unit_test(fused_softmax),
-        cmocka_unit_test(fused_others),  cmocka_unit_test(strided_layouts),
+        cmocka_unit_test(softmax_all),       cmocka_unit_test(norms_all),     cmocka_unit_test(reductions_all),
+        cmocka_unit_test(long_rows),         cmocka_unit_test(add_rmsnorm),   cmocka_unit_test(fused_softmax),
+        cmocka_unit_test(fused_column_sums), cmocka_unit_test(fused_others),  cmocka_unit_test(strided_layouts),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     printf("%d plans run\n", plans_run);

@@ -451,8 +451,14 @@ static void mode_a_picks_by_row_length(void **state)
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 1, "t1_r128_scalar"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 4097, "t256_r1_scalar"},  /* 17 per thread; 33 at 128 */
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4097, "t256_r1_scalar"},   /* one element to a register */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec"}, /* 4 x (4 + 4) */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 4096, "t256_r1_vec"},    /* 4 x (4 + 4) */
+        /* A norm backward with DSCALE fuses the column sums while the row and two float sums
+         * per element fit 48 registers: at 512 threads one chunk, 4 + 4 and 2 x 8. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t512_r1_vec_fused"},
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 4096, "t512_r1_vec_fused"}, /* 2 x (4 + 4) + 2 x 8 */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec_fused"}, /* 2 x (4 + 4) + 2 x 8 */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r4_vec_fused"},   /* 125 vectors: 2 chunks */
+        /* 32768 elements are 32 a thread at 1024 threads: 32 + 64 registers; column blocks. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t1024_r1_vec"}, /* 4 x (4 + 4) */
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t32_r4_vec"},        /* 4 x (4 + 4) */
         {OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 1000, "t32_r4_vec"},    /* 250 vectors: 8 x 4 elements */
     };
@@ -483,6 +489,9 @@ static void knob_refusals(void **state)
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 32768, "t1024_r1_vec_stream", "fits in registers"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 32768, "t512_r1_vec", "needs 64 registers"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 4096, "t64_r2_vec", "needs 64 registers"},
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4096, "t512_r1_vec_fused", "only a norm backward"},
+        /* 32 elements a thread: 4 chunks of 4 + 4 registers, and 2 x 32 sums. */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec_fused", "need 96 registers"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = op_graph(NULL, cases[i].op, cases[i].io, 8, cases[i].cols, 0);
@@ -596,6 +605,45 @@ static void plan_lists(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* Mode FALLBACK runs a row op fused with pointwise nodes, which the fallback engine cannot,
+ * with the rows engine's simplest plan: one plan, one element at a time; a stream plan
+ * when the row is too long for registers. */
+static dnnjit_graph_t add_rmsnorm_graph(void);
+static dnnjit_graph_t fused_softmax_graph(void);
+static dnnjit_graph_t logsumexp_graph(void);
+static dnnjit_graph_t fused_backward_graph(void);
+
+static void fallback_runs_fused_row_groups(void **state)
+{
+    (void)state;
+    static const struct {
+        dnnjit_graph_t (*make)(void);
+        const char *plan;
+    } cases[] = {
+        /* 4096 bf16 elements are 128 registers a thread at 32 threads: 128 threads hold them. */
+        {add_rmsnorm_graph, "rows_t128_r1_scalar"},
+        /* 1000 elements: 32 threads of 32 registers. */
+        {fused_softmax_graph, "rows_t32_r4_scalar"},
+        /* A reduction keeps nothing but reads one element per register-plan slot: 77 fit 4 threads. */
+        {logsumexp_graph, "rows_t4_r32_scalar"},
+        /* 640 elements of two float-kept inputs: 64 threads of 20 registers. */
+        {fused_backward_graph, "rows_t64_r2_scalar"},
+    };
+    dnnjit_heur_mode_t fb = DNNJIT_HEUR_MODE_FALLBACK;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = cases[i].make();
+        TU_OK(dnnjit_graph_create_execution_plans(g, &fb, 1));
+        int64_t count;
+        TU_OK(dnnjit_graph_get_plan_count(g, &count));
+        assert_int_equal(count, 1);
+        char *name;
+        TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+        assert_string_equal(name, cases[i].plan);
+        dnnjit_free(name);
+        dnnjit_graph_destroy(g);
+    }
+}
+
 /* ---- generated source -------------------------------------------------------------- */
 
 /* Generates g's only row group with `knob` twice (the same bytes), checks the launch shape
@@ -643,20 +691,40 @@ static void launch_shape_and_source(void **state)
     assert_non_null(strstr(k.source, "constexpr int DJ_STATS = 2;"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
-    /* Layer norm backward writing DSCALE and DBIAS: 1000 / 16-column strips = 63 strips,
-     * each in 2 segments (rows / 64, rounded up; 264 / 63 would want 5) of 39 rows: 126
-     * column blocks in front of 77 / 2 = 39 row blocks, and a scratch of 64 counters and
-     * 63 strips x 2 segments x 2 sums x 16 floats. */
+    /* Layer norm backward writing DSCALE and DBIAS: 1000 / 32-column strips (64 bytes) =
+     * 32 strips (rounded up), each in 2 segments (rows / 64, rounded up; 264 / 32 would
+     * want 9) of 39 rows: 64 column blocks in front of 77 / 2 = 39 row blocks, and a
+     * scratch of 64 counters and 32 strips x 2 segments x 2 sums x 32 floats. */
     g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 77, 1000, 1);
     k = generate(g, knob_named("t64_r2_vec"));
-    assert_int_equal(k.grid[0], 126 + 39);
-    assert_non_null(strstr(k.source, "constexpr unsigned DJ_COL_BLOCKS = 126u;"));
-    assert_non_null(strstr(k.source, "constexpr int DJ_STRIP = 16;"));
+    assert_int_equal(k.grid[0], 64 + 39);
+    assert_non_null(strstr(k.source, "constexpr unsigned DJ_COL_BLOCKS = 64u;"));
+    assert_non_null(strstr(k.source, "constexpr int DJ_STRIP = 32;"));
     assert_non_null(strstr(k.source, "constexpr int DJ_SEGMENTS = 2;"));
     assert_non_null(strstr(k.source, "constexpr dj_i64 DJ_SEG_ROWS = 39LL;"));
     assert_int_equal(k.scratch_slot, k.tensor_count);
     assert_int_equal(k.scratch_zero_bytes, 64 * 4);
-    assert_int_equal(k.scratch_bytes, 64 * 4 + 63 * 2 * 2 * 16 * 4);
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 32 * 2 * 2 * 32 * 4);
+    dnnjit__kernel_free(&k);
+    /* Fused at 64 threads and 4 rows a block: 132 x 1024 / 256 = 528 row blocks would run
+     * at once, but 77 rows need only 20; then 1000 / 32 column blocks (rounded up), and a
+     * scratch of 64 counters and 20 x 2 x 1000 partial sums. */
+    k = generate(g, knob_named("t64_r4_vec_fused"));
+    assert_int_equal(k.grid[0], 20 + 32);
+    assert_int_equal(k.block[0], 256);
+    assert_non_null(strstr(k.source, "constexpr unsigned DJ_COL_BLOCKS = 0u;"));
+    assert_non_null(strstr(k.source, "constexpr unsigned DJ_FUSED_BLOCKS = 20u;"));
+    assert_int_equal(k.scratch_zero_bytes, 64 * 4);
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 20 * 2 * 1000 * 4);
+    assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 4)"));
+    dnnjit__kernel_free(&k);
+    dnnjit_graph_destroy(g);
+    /* With many rows, 132 x 512 / 512 = 132 row blocks at half the threads per SM. */
+    g = op_graph(NULL, OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 10000, 4096, 0);
+    k = generate(g, knob_named("t512_r1_vec_fused_half"));
+    assert_int_equal(k.grid[0], 132 + 4096 / 32);
+    assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 1)"));
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 132 * 2 * 4096 * 4);
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
     /* A stream plan keeps nothing in registers: 9001 floats are 36 per thread at 256. */
@@ -1020,6 +1088,7 @@ int main(void)
         cmocka_unit_test(knob_names_are_distinct),
         cmocka_unit_test(cost_ranks_sensibly),
         cmocka_unit_test(plan_lists),
+        cmocka_unit_test(fallback_runs_fused_row_groups),
         cmocka_unit_test(launch_shape_and_source),
         cmocka_unit_test(prologue_stores_on_the_first_pass),
         cmocka_unit_test(split_rows),

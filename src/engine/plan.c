@@ -1,6 +1,8 @@
 /* The build stages of the public API: operation graph, plan list, plan building. */
 #include "engine/plan.h"
 
+#include "engine/rows.h"
+
 #include "common/strbuf.h"
 #include "jit/jit.h"
 #include "runtime/runtime.h"
@@ -127,6 +129,14 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
                 out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, tier, n};
                 n++;
             }
+    }
+    /* The fallback engine runs a row op alone, so a row op fused with pointwise nodes (one
+     * group for every mode: the partition does not depend on the mode) takes the rows
+     * engine's simplest plan under FALLBACK rather than a partition of its own. */
+    if (mode == DNNJIT_HEUR_MODE_FALLBACK && n == 0 && grp->kind == DNNJIT__GROUP_ROW) {
+        int k = dnnjit__rows_fallback_knob(g, grp, arch, why, why_size);
+        if (k >= 0)
+            out[n++] = (candidate_t){.choice = {&dnnjit__engine_rows, k}, .cost = dnnjit__engine_rows.cost(g, grp, k)};
     }
     if (mode == DNNJIT_HEUR_MODE_B)
         qsort(out, (size_t)n, sizeof *out, by_cost);

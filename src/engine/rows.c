@@ -5,10 +5,15 @@
  * input) or is streamed (read once per pass). The algorithms are src/kernels/rows_*.cuh;
  * rows_emit.c writes the accessors that specialise them.
  *
- * Mode A takes the knobs in table order, and supports() refuses a register plan whose row
- * does not fit in 32 registers per thread (16-bit values two to a register), a stream plan
- * whose row does, and any plan with
- * more threads per row than the row has vectors, so that mode A's first plan is the fewest
+ * A norm backward that writes DSCALE or DBIAS sums over the rows as well: fused plans do it
+ * in the row blocks as they go (one read of DY and X) when each thread's share of the row
+ * and its column sums fit in registers; other plans have column blocks that read DY and X
+ * a second time (rows too long for that, such as 32768 16-bit elements).
+ *
+ * Mode A takes the knobs in table order (fused and split plans first), and supports()
+ * refuses a register plan whose row does not fit in 32 registers per thread (16-bit values
+ * two to a register), a stream plan whose row does, and any plan with more threads per
+ * row than the row has vectors, so that mode A's first plan is the fewest
  * threads per row that hold the row in registers: a part of a warp for short rows, a warp
  * up to about a thousand elements, a block beyond, and a streaming block when even 1024
  * threads cannot hold it (1024 threads first: the fewest rows in flight, whose later
@@ -26,6 +31,8 @@ typedef enum how {
     REGISTERS, /* once, keeping the full inputs in registers across the op's passes */
     STREAM,    /* once per pass (rows too long for registers) */
     SPLIT,     /* one-pass ops: each row cut into segments that different blocks reduce */
+    FUSED,     /* a norm backward as REGISTERS, its row blocks also adding up DSCALE and DBIAS
+                * (one read of DY and X instead of a second one by column blocks) */
 } how_t;
 
 typedef struct knob {
@@ -33,17 +40,29 @@ typedef struct knob {
     int rpb;     /* rows per block */
     bool vector; /* DJ_VEC-element accesses (else one element at a time) */
     how_t how;
+    int sm_threads; /* FUSED: threads per SM its row blocks fill (their partial sums cost
+                     * memory, so the grid holds no more blocks than run at once), which
+                     * the kernel's launch bounds ask the compiler's register use for */
 } knob_t;
 
 static const knob_t knobs[] = {
-    {1, 128, true, REGISTERS},   {1, 128, false, REGISTERS},  {4, 32, true, REGISTERS},    {4, 32, false, REGISTERS},
-    {8, 16, true, REGISTERS},    {8, 16, false, REGISTERS},   {16, 8, true, REGISTERS},    {16, 8, false, REGISTERS},
-    {32, 4, true, REGISTERS},    {32, 4, false, REGISTERS},   {32, 8, true, REGISTERS},    {32, 8, false, REGISTERS},
-    {64, 2, true, REGISTERS},    {64, 2, false, REGISTERS},   {128, 1, true, REGISTERS},   {128, 1, false, REGISTERS},
-    {256, 1, true, REGISTERS},   {256, 1, false, REGISTERS},  {512, 1, true, REGISTERS},   {512, 1, false, REGISTERS},
-    {1024, 1, true, REGISTERS},  {1024, 1, false, REGISTERS}, {1024, 1, true, STREAM},     {1024, 1, false, STREAM},
-    {256, 1, true, STREAM},      {256, 1, false, STREAM},     {1024, 1, true, SPLIT},      {1024, 1, false, SPLIT},
-    {256, 1, true, SPLIT},       {256, 1, false, SPLIT},
+    {1, 128, true, REGISTERS, 0},   {1, 128, false, REGISTERS, 0},  {4, 32, true, REGISTERS, 0},    {4, 32, false, REGISTERS, 0},
+    {8, 16, true, REGISTERS, 0},    {8, 16, false, REGISTERS, 0},   {16, 8, true, REGISTERS, 0},    {16, 8, false, REGISTERS, 0},
+    {32, 4, true, REGISTERS, 0},    {32, 4, false, REGISTERS, 0},   {32, 8, true, REGISTERS, 0},    {32, 8, false, REGISTERS, 0},
+    {64, 2, true, REGISTERS, 0},    {64, 2, false, REGISTERS, 0},   {128, 1, true, REGISTERS, 0},   {128, 1, false, REGISTERS, 0},
+    {256, 1, true, REGISTERS, 0},   {256, 1, false, REGISTERS, 0},  {512, 1, true, REGISTERS, 0},   {512, 1, false, REGISTERS, 0},
+    {1024, 1, true, REGISTERS, 0},  {1024, 1, false, REGISTERS, 0}, {1024, 1, true, STREAM, 0},     {1024, 1, false, STREAM, 0},
+    {256, 1, true, STREAM, 0},      {256, 1, false, STREAM, 0},     {1024, 1, true, SPLIT, 0},      {1024, 1, false, SPLIT, 0},
+    {256, 1, true, SPLIT, 0},       {256, 1, false, SPLIT, 0},
+    /* Fused norm backward, in mode A's order: 8 elements a thread for 4096-wide rows, 16,
+     * 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit rows (four
+     * rows to a block: a quarter of the partial sums). 1024 threads per SM hold 64
+     * registers each (ptxas puts 4096-wide bf16 rows at 512 threads in 64 without spills,
+     * at 256 threads or 1000-wide halves with small spills); the same at 512 threads per SM
+     * (up to 128 registers: no spills, half the loads in flight and half the partial sums). */
+    {512, 1, true, FUSED, 1024}, {256, 1, true, FUSED, 1024}, {1024, 1, true, FUSED, 1024},
+    {128, 1, true, FUSED, 1024}, {64, 4, true, FUSED, 1024},  {512, 1, true, FUSED, 512},
+    {256, 1, true, FUSED, 512},  {128, 1, true, FUSED, 512},  {64, 4, true, FUSED, 512},
 };
 
 enum {
@@ -51,6 +70,14 @@ enum {
     /* Registers a thread may keep its share of the row in: a 1024-thread block has 64
      * registers per thread, which must also hold addresses and the op's own values. */
     ROW_REGISTERS = 32,
+    /* A fused plan also keeps two float column sums per element a thread covers. */
+    FUSED_REGISTERS = 48,
+    /* Columns each column block of a fused plan adds up (a warp's loads of 128 bytes). */
+    FUSED_STRIP = 32,
+    /* Shared memory a fused block with several rows adds their column sums up in (two
+     * floats per column and row): within the 48 KB a block declares statically, with room
+     * for the reductions' own. */
+    FUSED_SHARED = 40 * 1024,
     /* The grid loops over the rows, so it can stay well below the hardware limit. */
     MAX_ROW_BLOCKS = 1 << 20,
     /* Work items (rows or row segments) that keep an H200's 132 SMs busy twice over. */
@@ -89,7 +116,17 @@ static int64_t chunks_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 /* Whether the op's full inputs stay in registers across its passes. */
 static bool in_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    return kn->how == REGISTERS && pb->kept_inputs > 0;
+    return (kn->how == REGISTERS || kn->how == FUSED) && pb->kept_inputs > 0;
+}
+
+/* The row blocks of a fused plan (rpb rows each at a time, looping over the rows): as
+ * many as run at once on an H200's 132 SMs at the knob's threads per SM, at most enough
+ * for every row. */
+static int64_t fused_blocks(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    int64_t resident = 132 * (int64_t)(kn->sm_threads / (kn->tpr * kn->rpb));
+    int64_t needed = (pb->geo.rows + kn->rpb - 1) / kn->rpb;
+    return kn->how != FUSED ? 0 : needed < resident ? needed : resident;
 }
 
 /* 32-bit registers a thread of a register plan keeps its share of the row in: per chunk,
@@ -106,12 +143,16 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 }
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
- * then partial results: a norm backward's column sums per strip and row segment, or a
- * split row's per segment. No scratch: both 0. */
+ * then partial results: a fused norm backward's column sums per row block (two counters:
+ * tickets and arrivals), a norm backward's per strip and row segment, or a split row's per
+ * segment. No scratch: both 0. */
 static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
     int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
-    if (pb->column_role && pb->segments > 1) {
+    if (kn->how == FUSED) {
+        count = 2;
+        values = fused_blocks(pb, kn) * 2 * pb->geo.cols;
+    } else if (pb->column_role && pb->segments > 1) {
         count = (pb->geo.cols + pb->strip - 1) / pb->strip;
         values = count * pb->segments * 2 * pb->strip;
     } else if (split > 1) {
@@ -146,7 +187,8 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         int64_t vectors = (pb.geo.cols + vec - 1) / vec, seg_cols, counters, scratch;
         int64_t registers = row_registers(&pb, kn), split = split_of(&pb, kn, &seg_cols);
         scratch_of(&pb, kn, &counters, &scratch);
-        bool in_regs = kn->how == REGISTERS;
+        bool in_regs = kn->how == REGISTERS || kn->how == FUSED;
+        int64_t sums = 2 * chunks_of(&pb, kn) * vec;
         if (scratch && slots.tensor_count == DNNJIT__MAX_KERNEL_TENSORS)
             snprintf(reason, sizeof reason, "the group leaves no kernel argument for the scratch");
         else if (kn->vector && pb.vec == 1)
@@ -166,6 +208,14 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         else if (in_regs && registers > ROW_REGISTERS)
             snprintf(reason, sizeof reason, "the row needs %lld registers per thread at %d threads per row (at most "
                      "%d; a stream plan reads it in passes)", (long long)registers, kn->tpr, ROW_REGISTERS);
+        else if (kn->how == FUSED && !pb.column_role)
+            snprintf(reason, sizeof reason, "only a norm backward that writes DSCALE or DBIAS adds up columns");
+        else if (kn->how == FUSED && kn->rpb > 1 && (int64_t)kn->rpb * 2 * 4 * pb.geo.cols > FUSED_SHARED)
+            snprintf(reason, sizeof reason, "%d rows of %lld column sums need more than %d bytes of shared memory",
+                     kn->rpb, (long long)pb.geo.cols, FUSED_SHARED);
+        else if (kn->how == FUSED && registers + sums > FUSED_REGISTERS)
+            snprintf(reason, sizeof reason, "the row and its column sums need %lld registers per thread at %d threads "
+                     "per row (at most %d)", (long long)(registers + sums), kn->tpr, FUSED_REGISTERS);
         else if (kn->how == STREAM && registers <= ROW_REGISTERS)
             snprintf(reason, sizeof reason, "the row fits in registers at %d threads per row, which reads it once",
                      kn->tpr);
@@ -175,20 +225,33 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     return !*reason;
 }
 
+int dnnjit__rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, const char *arch, char *why,
+                               size_t why_size)
+{
+    /* Table order among the scalar plans: the fewest threads per row that hold the row in
+     * registers, else a streaming block; every row length has one. */
+    for (int k = 0; k < KNOB_COUNT; k++)
+        if (!knobs[k].vector && knobs[k].how != SPLIT && rows_supports(g, grp, k, arch, why, why_size))
+            return k;
+    return -1;
+}
+
 static void rows_knob_name(int knob, char *buf, size_t size)
 {
     const knob_t *kn = &knobs[knob];
-    snprintf(buf, size, "t%d_r%d_%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
-             kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : "");
+    snprintf(buf, size, "t%d_r%d_%s%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
+             kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : kn->how == FUSED ? "_fused" : "",
+             kn->how == FUSED && kn->sm_threads < 1024 ? "_half" : "");
 }
 
-/* Mode A: table order, except that split plans (supported only for few long rows, which
- * would otherwise leave most of the GPU idle) come first. */
+/* Mode A: table order, except that fused plans (which read a norm backward's inputs once
+ * rather than twice) and split plans (supported only for few long rows, which would
+ * otherwise leave most of the GPU idle) come first. */
 static double rows_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     (void)g;
     (void)grp;
-    return knobs[knob].how == SPLIT ? knob - KNOB_COUNT : knob;
+    return knobs[knob].how == SPLIT || knobs[knob].how == FUSED ? knob - KNOB_COUNT : knob;
 }
 
 static double tensor_bytes(dnnjit_graph_t g, dnnjit_tensor_t id)
@@ -205,7 +268,8 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
      * and memory latency (~1 us) for every time the row reads fill what a plan keeps in
      * flight (at least once).
      * Streamed passes after the first count a third of their bytes when they hit L2, and
-     * the column sums of a norm backward read DY and X again. */
+     * the column sums of a norm backward read DY and X again, or for a fused plan write and
+     * read a partial sum per row block. */
     dnnjit__rows_problem_t pb;
     dnnjit__rows_problem(g, grp, &pb);
     const knob_t *kn = &knobs[knob];
@@ -223,7 +287,9 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
         double row_bytes = row_inputs / (double)pb.geo.rows;
         bytes += (pb.passes - 1) * row_inputs * (resident_rows * row_bytes <= 40e6 ? 1.0 / 3.0 : 1.0);
     }
-    if (pb.column_role)
+    if (kn->how == FUSED)
+        bytes += 2.0 * (double)fused_blocks(&pb, kn) * 2.0 * (double)pb.geo.cols * 4.0;
+    else if (pb.column_role)
         bytes += tensor_bytes(g, pb.op->in[0]) + tensor_bytes(g, pb.op->in[1]);
     int vec = vec_of(&pb, kn);
     int64_t seg_cols, split = split_of(&pb, kn, &seg_cols);
@@ -233,7 +299,7 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     /* In flight: each thread's whole share of the row when it stays in registers, else up
      * to four chunks, over the threads the GPU holds at once. */
     double element = (double)dnnjit_data_type_size(dnnjit__tensor(g, pb.op->in[0])->resolved_type);
-    double threads = (double)pb.geo.rows * (double)split * kn->tpr;
+    double threads = (double)(kn->how == FUSED ? fused_blocks(&pb, kn) * kn->rpb : pb.geo.rows * split) * kn->tpr;
     threads = threads < 132.0 * 2048 ? threads : 132.0 * 2048;
     double in_flight = threads * (in_registers(&pb, kn) ? chunks : chunks < 4 ? chunks : 4) * vec * element;
     double reads = row_inputs * (kn->how == STREAM ? pb.passes : 1);
@@ -296,7 +362,11 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "rows engine: the group of %s \"%s\" is not supported",
                             dnnjit__op_label(g->nodes[grp->first_node].op), g->nodes[grp->first_node].name);
     const knob_t *kn = &knobs[knob];
-    int64_t col_blocks = pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments : 0;
+    /* A fused plan's column blocks come after its row blocks (see rows_norm_backward.cuh). */
+    int64_t fused = fused_blocks(&pb, kn);
+    int64_t col_blocks = fused              ? (pb.geo.cols + FUSED_STRIP - 1) / FUSED_STRIP
+                         : pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments
+                                          : 0;
     int64_t seg_cols, split = split_of(&pb, kn, &seg_cols), counters, scratch;
     scratch_of(&pb, kn, &counters, &scratch);
     if (scratch) {
@@ -304,7 +374,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
         k->scratch_bytes = scratch;
         k->scratch_zero_bytes = counters * 4;
     }
-    int64_t row_blocks = (pb.geo.rows * split + kn->rpb - 1) / kn->rpb;
+    int64_t row_blocks = fused ? fused : (pb.geo.rows * split + kn->rpb - 1) / kn->rpb;
     row_blocks = row_blocks < MAX_ROW_BLOCKS ? row_blocks : MAX_ROW_BLOCKS;
 
     dnnjit__strbuf_t sb = {0};
@@ -316,11 +386,22 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "constexpr dj_i64 DJ_ROWS = %lldLL;\nconstexpr int DJ_COLS = %lld;\nconstexpr int DJ_TPR = %d;\n"
                       "constexpr int DJ_BLOCK = %d;\nconstexpr int DJ_VEC = %d;\nconstexpr bool DJ_REGS = %s;\n"
                       "constexpr int DJ_SPLIT = %lld;\nconstexpr int DJ_SEG_COLS = %lld;\n"
-                      "constexpr unsigned DJ_COL_BLOCKS = %lldu;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n"
+                      "constexpr unsigned DJ_COL_BLOCKS = %lldu;\nconstexpr unsigned DJ_FUSED_BLOCKS = %lldu;\n"
+                      "constexpr int DJ_FUSED_STRIP = %d;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n"
                       "constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
-                      (long long)col_blocks, k->scratch_slot, (long long)(scratch ? counters : 0));
+                      (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, k->scratch_slot,
+                      (long long)(scratch ? counters : 0));
+    /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
+     * compiler for. Other plans give only the block size: naming one block per SM as the
+     * minimum lets ptxas take more registers (96 instead of 64 for a 32768-wide bf16
+     * softmax at 512 threads, halving the blocks an SM holds). */
+    if (fused)
+        dnnjit__sb_printf(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, %d)\n",
+                          kn->sm_threads / (kn->tpr * kn->rpb));
+    else
+        dnnjit__sb_append(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK)\n");
     emit_op_constants(&sb, &pb);
     dnnjit__sb_append(&sb, "\n");
     dnnjit__sb_append(&sb, dnnjit__template("rows_common.cuh"));

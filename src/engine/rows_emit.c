@@ -118,11 +118,15 @@ bool dnnjit__rows_problem(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__
     pb->column_role = backward_norm && (dnnjit__rows_writes(grp, pb->op->out[1]) ||
                                         dnnjit__rows_writes(grp, pb->op->out[2]));
     pb->vec = vector_width(pb);
-    /* A strip is at least one vector and 32 bytes (a memory sector) of each row of DY.
-     * Strips split into segments of rows until the column blocks cover an H200 (132 SMs)
-     * twice, each segment at least 64 rows, at most 64 segments. */
-    int sector = (int)(32 / dnnjit_data_type_size(dnnjit__tensor(g, pb->op->in[0])->resolved_type));
-    pb->strip = pb->vec > sector ? pb->vec : sector;
+    /* A strip is at least one vector, and up to 128 bytes (a cache line: sectors that one
+     * warp access fetches together, kinder to DRAM than single sectors 32 bytes apart in
+     * every row) of each row of DY as long as the one-element path's threads across the
+     * strip stay within a warp (32 columns). Strips split into segments of rows until the
+     * column blocks cover an H200 (132 SMs) twice, each segment at least 64 rows, at most
+     * 64 segments. */
+    int line = (int)(128 / dnnjit_data_type_size(dnnjit__tensor(g, pb->op->in[0])->resolved_type));
+    line = line < 32 ? line : 32;
+    pb->strip = pb->vec > line ? pb->vec : line;
     int64_t strips = (pb->geo.cols + pb->strip - 1) / pb->strip, rows = pb->geo.rows;
     int64_t segments = (2 * 132 + strips - 1) / strips, most = (rows + 63) / 64;
     segments = segments < most ? segments : most;

@@ -12,9 +12,12 @@
 //
 // The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
 // DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_COL_BLOCKS (blocks in
-// front of the row blocks that do per-column work, 0 for most ops), DJ_SCRATCH_SLOT and
-// DJ_SCRATCH_COUNTERS (the kernel's scratch, whose counters execute zeroes), this file, the generated dj_aligned(args) and port
-// accessors, the op's file (rows_<op>.cuh), and rows_kernel.cuh. The accessors are named
+// front of the row blocks that do per-column work, 0 for most ops), DJ_FUSED_BLOCKS and
+// DJ_FUSED_STRIP (a fused norm backward's row blocks and columns per column block; 0 and
+// unused otherwise), DJ_SCRATCH_SLOT and DJ_SCRATCH_COUNTERS (the kernel's scratch, whose
+// counters execute zeroes) and DJ_LAUNCH_BOUNDS (the kernel's __launch_bounds__), this
+// file, the generated dj_aligned(args) and port accessors, the op's file (rows_<op>.cuh),
+// and rows_kernel.cuh. The accessors are named
 // after the op's ports:
 //   dj_in_P<V>(row, col, v, args, first)  full input P at (row, col .. col + V - 1); a
 //                                         prologue stores the tensors it makes only when
@@ -27,7 +30,8 @@
 //   dj_eps(args)                          a norm's epsilon
 //   DjKept_P                              the type a full input's values are kept in
 //                                         (see DjCache)
-// The op file defines dj_row_op<V>(row, args), and dj_col_op<V>(args) when DJ_COL_BLOCKS > 0.
+// The op file defines dj_row_op<V>(row, args), dj_col_op<V>(args) when DJ_COL_BLOCKS > 0
+// and dj_rows_fused<V>(args) when DJ_FUSED_BLOCKS > 0.
 
 constexpr int DJ_RPB = DJ_BLOCK / DJ_TPR;
 constexpr int DJ_ROW_WARPS = DJ_TPR > 32 ? DJ_TPR / 32 : 1;
@@ -47,7 +51,10 @@ template <int V> struct DjRow {
     // reads the row again on each pass instead.
     static constexpr bool REGS = DJ_REGS && V == DJ_VEC;
     static constexpr int CACHED = REGS ? CHUNKS : 1;
-    // Register-resident rows unroll completely so that the cache stays in registers.
+    // Register-resident rows unroll completely so that the cache (and a fused plan's
+    // per-column sums) stay in registers. The one-element path of a fused plan keeps its
+    // sums in local memory instead: unrolled, they would raise the registers of the whole
+    // kernel, and that path serves only unaligned pointers.
     static constexpr int UNROLL = REGS || CHUNKS < 4 ? CHUNKS : 4;
     dj_i64 row;
     int segment, lane, sub;
@@ -194,8 +201,26 @@ __device__ __forceinline__ dj_pair dj_shfl_xor(dj_pair v, int m) { return {dj_sh
 
 __device__ __forceinline__ float dj_sum(float a, float b) { return a + b; }
 __device__ __forceinline__ dj_pair dj_sum(dj_pair a, dj_pair b) { return {a.a + b.a, a.b + b.b}; }
-// The larger value, or NaN when either is NaN (a NaN makes its whole softmax row NaN).
-__device__ __forceinline__ float dj_max_nan(float a, float b) { return a != a || a > b ? a : b; }
+// The larger value, or NaN when either is NaN (a NaN makes its whole softmax row NaN): one
+// instruction (sm_80 and later) where the comparisons took three.
+__device__ __forceinline__ float dj_max_nan(float a, float b)
+{
+    float m;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(m) : "f"(a), "f"(b));
+    return m;
+}
+
+// exp(x - max) as 2^((x - max) * log2(e)) in the hardware exp2 with denormal results
+// flushed to 0 (far below what a softmax output or its sum can resolve), which saves
+// __expf's denormal handling. x - max is exact near the max (where the large terms are),
+// which folding max * log2(e) into one fused multiply-add would not be.
+constexpr float DJ_LOG2E = 1.4426950408889634f;
+__device__ __forceinline__ float dj_exp_shifted(float x, float max)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"((x - max) * DJ_LOG2E));
+    return y;
+}
 
 // Combines v over the DJ_TPR threads of a row, every thread receiving the result:
 // butterfly shuffles inside a warp, then for rows wider than a warp the warps' results

@@ -1,11 +1,17 @@
 // Rows engine: the kernel entry (see rows_common.cuh). Blocks [0, DJ_COL_BLOCKS) do the op's
-// per-column work; the others loop over the rows (or row segments), DJ_RPB at a time.
+// per-column work; the others loop over the rows (or row segments), DJ_RPB at a time. A
+// fused plan (DJ_FUSED_BLOCKS > 0) runs the op's own dj_rows_fused instead.
 
 // Defined only by the ops with per-column work; never instantiated for the others.
 template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args);
+template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &args);
 
 template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
 {
+    if constexpr (DJ_FUSED_BLOCKS > 0) {
+        dj_rows_fused<V>(args);
+        return;
+    }
     if constexpr (DJ_COL_BLOCKS > 0) {
         if ((int)blockIdx.x < (int)DJ_COL_BLOCKS) {
             dj_col_op<V>(args);
@@ -22,7 +28,8 @@ template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
     }
 }
 
-extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_rows(const DjArgs args)
+// DJ_LAUNCH_BOUNDS: the block size, and for a fused plan the blocks per SM its grid assumes.
+extern "C" __global__ void DJ_LAUNCH_BOUNDS dj_rows(const DjArgs args)
 {
     if constexpr (DJ_VEC > 1) {
         if (dj_aligned(args)) {

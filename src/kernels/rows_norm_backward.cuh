@@ -4,14 +4,22 @@
 // When the group writes DSCALE or DBIAS, the first DJ_COL_BLOCKS blocks sum
 // dscale = dy * xhat and dbias = dy over the rows: block b owns strip b / DJ_SEGMENTS of
 // DJ_STRIP columns and segment b % DJ_SEGMENTS of DJ_SEG_ROWS rows, split among its threads,
-// whose sums add up in a fixed tree. With several segments, each stores its sums in the
+// whose sums add up in a fixed order. With several segments, each stores its sums in the
 // scratch (DjArgs.ptr[DJ_SCRATCH_SLOT]: DJ_SCRATCH_COUNTERS arrival counters, which execute
 // zeroes, then the sums), and the segment that arrives last at its strip adds the strip's
 // sums in segment order: no float atomics, so the result is deterministic. The column
-// blocks come first so that they start with the row blocks rather than after them. MEAN
+// blocks come first so that they start with the row blocks rather than after them.
+// A fused plan (DJ_FUSED_BLOCKS > 0) reads DY and X once instead: see dj_rows_fused. MEAN
 // reads 0 for RMS norm.
 
-template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
+// A thread's sums of dscale and dbias over the rows it worked on, per element of its chunks.
+template <int V> struct DjColSums {
+    float dscale[DjRow<V>::CHUNKS][V], dbias[DjRow<V>::CHUNKS][V];
+};
+
+// One row; with SUM, also adds the row's dscale and dbias terms to `sums`.
+template <int V, bool SUM>
+__device__ __forceinline__ void dj_norm_backward_row(const DjRow<V> &rw, const DjArgs &args, DjColSums<V> &col_sums)
 {
     using R = DjRow<V>;
     DjCache<DjKept_DY, V> dy_cache;
@@ -47,28 +55,160 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
         if (rw.has(k)) {
             dj_par_SCALE<V>(rw.col(k), scale, args);
 #pragma unroll
-            for (int e = 0; e < V; e++)
-                dx[e] = inv_var * (dy[e] * scale[e] - mean_g - (x[e] - mean) * inv_var * mean_gx);
+            for (int e = 0; e < V; e++) {
+                const float xhat = (x[e] - mean) * inv_var;
+                dx[e] = inv_var * (dy[e] * scale[e] - mean_g - xhat * mean_gx);
+                if constexpr (SUM) {
+                    col_sums.dscale[k][e] += dy[e] * xhat;
+                    col_sums.dbias[k][e] += dy[e];
+                }
+            }
             dj_out_DX<V>(rw.row, rw.col(k), dx, args);
         }
     }
 }
 
-// Sums v over the threads of a block that share a column lane (thread % lanes), in a fixed
-// tree through shared memory; the result is valid in the threads of row lane 0.
-template <int LANES> __device__ __forceinline__ float dj_col_sum(float v, float *part)
+template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
-    part[threadIdx.x] = v;
+    DjColSums<V> unused;
+    dj_norm_backward_row<V, false>(rw, args, unused);
+}
+
+// A fused plan. Each block takes a ticket (the first counter of the scratch) as it starts:
+// the first DJ_FUSED_BLOCKS tickets (as many blocks as run at once) are row blocks, each
+// working on DJ_RPB rows at a time (from row ticket * DJ_RPB, in steps of DJ_FUSED_BLOCKS *
+// DJ_RPB) and adding each thread's dscale and dbias terms up in registers; it then adds
+// its rows' sums up in shared memory in row order (with several rows), stores them in its
+// row of the scratch's partial sums ([DJ_FUSED_BLOCKS][2][DJ_COLS] floats after the
+// counters) and counts itself in the second counter. The later tickets are column blocks,
+// one per DJ_FUSED_STRIP columns: each waits until every row block has counted itself, then
+// adds the strip's partial sums up, the warps taking row blocks in turn and combining in
+// warp order: a fixed order, so the sums are deterministic. Tickets rather than block
+// indices decide the roles so that a column block waits only for row blocks that have
+// started, which then finish whatever the order the GPU starts blocks in.
+// Declared once for the kernel rather than in dj_rows_fused, which both access widths
+// instantiate (a static shared array in each would take the memory twice).
+__shared__ float dj_fused_rows_sums[DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? DJ_RPB : 1]
+                                   [DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? 2 * DJ_COLS : 1];
+
+template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &args)
+{
+    using R = DjRow<V>;
+    constexpr int WARPS = DJ_BLOCK / 32;
+    unsigned *const counters = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
+    float *const partial = (float *)(counters + DJ_SCRATCH_COUNTERS);
+    __shared__ unsigned ticket;
+    if (threadIdx.x == 0)
+        ticket = atomicAdd(counters, 1u);
     __syncthreads();
+    const unsigned mine = ticket;
+    if (mine < DJ_FUSED_BLOCKS) {
+        DjColSums<V> sums;
 #pragma unroll
-    for (int s = DJ_BLOCK / LANES / 2; s > 0; s /= 2) {
-        if ((int)threadIdx.x / LANES < s)
-            part[threadIdx.x] += part[threadIdx.x + s * LANES];
+        for (int k = 0; k < R::CHUNKS; k++)
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                sums.dscale[k][e] = sums.dbias[k][e] = 0.0f;
+        const int lane = (int)threadIdx.x % DJ_TPR, sub = (int)threadIdx.x / DJ_TPR;
+        // The bound is the same for every thread of the block, as the row reductions need.
+        for (dj_i64 base = (dj_i64)mine * DJ_RPB; base < DJ_ROWS; base += (dj_i64)DJ_FUSED_BLOCKS * DJ_RPB)
+            dj_norm_backward_row<V, true>(DjRow<V>{base + sub, 0, lane, sub, base + sub < DJ_ROWS}, args, sums);
+        const DjRow<V> rw{0, 0, lane, sub, true};
+        float *const out = partial + (dj_i64)mine * 2 * DJ_COLS;
+        // Where this thread's sums go: straight to the scratch for one row per block, else
+        // to its row's part of shared memory, whose rows the block then adds up in order.
+        float *const to = DJ_RPB > 1 ? dj_fused_rows_sums[sub] : out;
+#pragma unroll
+        for (int k = 0; k < R::CHUNKS; k++)
+            if (rw.has(k)) {
+#pragma unroll
+                for (int e = 0; e < V; e++) {
+                    to[rw.col(k) + e] = sums.dscale[k][e];
+                    to[DJ_COLS + rw.col(k) + e] = sums.dbias[k][e];
+                }
+            }
+        if constexpr (DJ_RPB > 1) {
+            __syncthreads();
+            for (int c = (int)threadIdx.x; c < 2 * DJ_COLS; c += DJ_BLOCK) {
+                float total = dj_fused_rows_sums[0][c];
+                for (int r = 1; r < DJ_RPB; r++)
+                    total += dj_fused_rows_sums[r][c];
+                out[c] = total;
+            }
+        }
+        __threadfence();
         __syncthreads();
+        if (threadIdx.x == 0)
+            atomicAdd(counters + 1, 1u);
+        return;
     }
-    v = part[threadIdx.x];
-    __syncthreads(); // the next sum reuses part
-    return v;
+    if (threadIdx.x == 0) {
+        const volatile unsigned *const arrived = counters + 1;
+        while (*arrived < DJ_FUSED_BLOCKS)
+            __nanosleep(200);
+        __threadfence();
+    }
+    __syncthreads();
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    const int col = (int)(mine - DJ_FUSED_BLOCKS) * DJ_FUSED_STRIP + lane;
+    float dscale = 0.0f, dbias = 0.0f;
+    if (col < DJ_COLS) {
+        // Past L1 (__ldcg): the sums come from other SMs.
+        for (dj_i64 b = warp; b < DJ_FUSED_BLOCKS; b += WARPS) {
+            dscale += __ldcg(partial + b * 2 * DJ_COLS + col);
+            dbias += __ldcg(partial + b * 2 * DJ_COLS + DJ_COLS + col);
+        }
+    }
+    __shared__ float part[WARPS][2][32];
+    part[warp][0][lane] = dscale;
+    part[warp][1][lane] = dbias;
+    __syncthreads();
+    if (warp == 0 && col < DJ_COLS) {
+        for (int w = 1; w < WARPS; w++) {
+            dscale += part[w][0][lane];
+            dbias += part[w][1][lane];
+        }
+        const float ds[1] = {dscale}, db[1] = {dbias};
+        dj_pout_DSCALE<1>(col, ds, args);
+        dj_pout_DBIAS<1>(col, db, args);
+    }
+}
+
+// Sums dscale and dbias over the threads of a block that share a column lane (thread %
+// LANES): butterfly shuffles inside each warp across the lanes that share one (LANES
+// divides 32), then the warps' sums through shared memory in warp order, one barrier for
+// all of them. The sums are valid in threads [0, LANES).
+template <int LANES, int V> __device__ __forceinline__ void dj_col_sums(float (&dscale)[V], float (&dbias)[V])
+{
+    static_assert(32 % LANES == 0, "column lanes divide a warp");
+#pragma unroll
+    for (int m = 16; m >= LANES; m /= 2)
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            dscale[e] += dj_shfl_xor(dscale[e], m);
+            dbias[e] += dj_shfl_xor(dbias[e], m);
+        }
+    __shared__ float part[DJ_BLOCK / 32][LANES][2 * V];
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+    if (lane < LANES) {
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            part[warp][lane][e] = dscale[e];
+            part[warp][lane][V + e] = dbias[e];
+        }
+    }
+    __syncthreads();
+    if ((int)threadIdx.x < LANES) {
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            dscale[e] = part[0][threadIdx.x][e];
+            dbias[e] = part[0][threadIdx.x][V + e];
+            for (int w = 1; w < DJ_BLOCK / 32; w++) {
+                dscale[e] += part[w][threadIdx.x][e];
+                dbias[e] += part[w][threadIdx.x][V + e];
+            }
+        }
+    }
 }
 
 template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
@@ -76,7 +216,6 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
     constexpr int LANES = DJ_STRIP / V; // threads across the strip; the others go down the rows
     constexpr int ROW_LANES = DJ_BLOCK / LANES;
     static_assert(LANES * V == DJ_STRIP && ROW_LANES * LANES == DJ_BLOCK, "strip layout");
-    __shared__ float part[DJ_BLOCK];
     const int strip = (int)blockIdx.x / DJ_SEGMENTS, segment = (int)blockIdx.x % DJ_SEGMENTS;
     const int lane = (int)threadIdx.x % LANES, col = strip * DJ_STRIP + lane * V;
     const bool inside = col < DJ_COLS;
@@ -100,11 +239,7 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
             }
         }
     }
-#pragma unroll
-    for (int e = 0; e < V; e++) {
-        dscale[e] = dj_col_sum<LANES>(dscale[e], part);
-        dbias[e] = dj_col_sum<LANES>(dbias[e], part);
-    }
+    dj_col_sums<LANES>(dscale, dbias);
     if constexpr (DJ_SEGMENTS > 1) {
         unsigned *const arrivals = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
         float *const sums = (float *)(arrivals + DJ_SCRATCH_COUNTERS) + (dj_i64)strip * DJ_SEGMENTS * 2 * DJ_STRIP;

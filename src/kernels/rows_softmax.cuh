@@ -27,7 +27,7 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
         if (rw.has(k)) {
 #pragma unroll
             for (int e = 0; e < V; e++)
-                sum += __expf(x[e] - max);
+                sum += dj_exp_shifted(x[e], max);
         }
     }
     sum = dj_row_sum(sum, rw);
@@ -39,7 +39,7 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
         if (rw.has(k)) {
 #pragma unroll
             for (int e = 0; e < V; e++)
-                s[e] = __expf(x[e] - max) * inv_sum;
+                s[e] = dj_exp_shifted(x[e], max) * inv_sum;
             dj_out_S<V>(rw.row, rw.col(k), s, args);
         }
     }
