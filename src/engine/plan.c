@@ -26,6 +26,7 @@ static void free_plan(dnnjit__plan_t *plan, int64_t groups)
     for (int64_t i = 0; plan->kernels && i < groups; i++) {
         dnnjit__kernel_free(&plan->kernels[i].kernel);
         free(plan->kernels[i].cubin);
+        dnnjit__jit_ref_release(plan->kernels[i].module);
     }
     free(plan->kernels);
     free(plan->choices);
@@ -362,7 +363,7 @@ dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t g, int64_t index, ch
 
 /* ---- building ------------------------------------------------------------------------ */
 
-/* A kernel loaded on the device, owned by its kernel-cache entry. */
+/* A kernel loaded on the device, shared through its kernel-cache entry. */
 typedef struct loaded_kernel {
     dnnjit__cu_module_t module;
     dnnjit__cu_function_t fn;
@@ -377,8 +378,7 @@ static void unload_kernel(void *object)
 
 /* Loads a built kernel's CUBIN and attaches it to its cache entry. If another graph
  * attached the same kernel meanwhile, that one is used and this load is undone. */
-static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__jit_key_t key,
-                                       const loaded_kernel_t **out)
+static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__jit_key_t key, dnnjit__jit_ref_t **ref)
 {
     loaded_kernel_t *k = malloc(sizeof *k);
     if (!k)
@@ -393,27 +393,25 @@ static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__
         s = dnnjit__cu_check(dnnjit__cuda()->cuFuncSetAttribute(k->fn, DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                                 (int)b->kernel.shared_bytes),
                              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-    if (s) {
-        unload_kernel(k);
-        return s;
-    }
-    void *existing = NULL;
-    s = dnnjit__jit_cache_attach(key, k, unload_kernel, &existing);
-    if (s || existing)
-        unload_kernel(k);
     if (!s)
-        *out = existing ? existing : k;
+        s = dnnjit__jit_cache_attach(key, k, unload_kernel, ref);
+    if (s || dnnjit__jit_ref_object(*ref) != k)
+        unload_kernel(k);
     return s;
 }
 
 dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_key_t key)
 {
     /* Loaded modules are shared through the cache entry, so that graphs with the same
-     * kernel load it once; the entry unloads the module when it goes away. */
-    const loaded_kernel_t *loaded = dnnjit__jit_cache_object(key);
-    dnnjit_status_t s = loaded ? DNNJIT_STATUS_SUCCESS : load_and_attach(b, key, &loaded);
-    if (!s)
-        b->function = loaded->fn;
+     * kernel load it once; each built kernel holds a reference, so that clearing the cache
+     * cannot unload a module a graph still launches. */
+    dnnjit__jit_ref_t *ref = dnnjit__jit_cache_acquire(key);
+    dnnjit_status_t s = ref ? DNNJIT_STATUS_SUCCESS : load_and_attach(b, key, &ref);
+    if (!s) {
+        dnnjit__jit_ref_release(b->module);
+        b->module = ref;
+        b->function = ((const loaded_kernel_t *)dnnjit__jit_ref_object(ref))->fn;
+    }
     return s;
 }
 
