@@ -1,6 +1,7 @@
 /* The build stages of the public API: operation graph, plan list, plan building. */
 #include "engine/plan.h"
 
+#include "engine/canonical.h"
 #include "common/strbuf.h"
 #include "jit/jit.h"
 #include "runtime/runtime.h"
@@ -317,6 +318,29 @@ int64_t dnnjit__workspace_size(const dnnjit__jit_state_t *s, int64_t *scratch_of
     return scratch ? offset + scratch : s->partition.workspace_size;
 }
 
+/* Generates one group's kernel from its canonical restatement, so that the source depends
+ * on the group's structure only (see engine/canonical.h). */
+static dnnjit_status_t generate_group(dnnjit_graph_t g, const dnnjit__group_t *grp, const dnnjit__plan_choice_t *c,
+                                      dnnjit__kernel_t *k)
+{
+    dnnjit__canonical_t canon;
+    dnnjit_status_t s = dnnjit__canonical_make(g, grp, &canon);
+    if (s)
+        return s;
+    s = c->engine->generate(&canon.graph, &canon.partition, &canon.group, c->knob, k);
+    if (s) {
+        /* The message names the canonical nodes ("#0" is the group's first): say which
+         * group it is about. */
+        const dnnjit__node_t *anchor = &g->nodes[grp->first_node];
+        s = dnnjit__fail(g, s, "the group of %s \"%s\" (\"#0\" is its first node): %s", dnnjit__op_label(anchor->op),
+                         anchor->name, canon.graph.error);
+    } else {
+        dnnjit__canonical_unmap(&canon, k);
+    }
+    dnnjit__canonical_free(&canon);
+    return s;
+}
+
 /* Generates the kernels of a plan that has none yet. */
 static dnnjit_status_t generate(dnnjit_graph_t g, dnnjit__plan_t *plan)
 {
@@ -327,9 +351,7 @@ static dnnjit_status_t generate(dnnjit_graph_t g, dnnjit__plan_t *plan)
     if (!plan->kernels)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "generate: out of memory");
     for (int64_t i = 0; i < groups; i++) {
-        const dnnjit__plan_choice_t *c = &plan->choices[i];
-        dnnjit_status_t s = c->engine->generate(g, &g->jit->partition, &g->jit->partition.groups[i], c->knob,
-                                                &plan->kernels[i].kernel);
+        dnnjit_status_t s = generate_group(g, &g->jit->partition.groups[i], &plan->choices[i], &plan->kernels[i].kernel);
         if (s) {
             free_plan(plan, groups);
             *plan = (dnnjit__plan_t){.choices = plan->choices};
@@ -352,9 +374,15 @@ dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t g, int64_t index, ch
     dnnjit__strbuf_t sb = {0};
     for (int64_t i = 0; i < g->jit->partition.group_count; i++) {
         const dnnjit__kernel_t *k = &plan->kernels[i].kernel;
-        dnnjit__sb_printf(&sb, "// ==== kernel %lld of %lld: %s, grid (%u, %u, %u), block (%u, %u, %u) ====\n",
-                          (long long)i + 1, (long long)g->jit->partition.group_count, k->entry, k->grid[0], k->grid[1],
-                          k->grid[2], k->block[0], k->block[1], k->block[2]);
+        /* The kernel's source names no node (see generate_group); this header says which
+         * group it runs. */
+        const dnnjit__node_t *anchor = &g->nodes[g->jit->partition.groups[i].first_node];
+        dnnjit__sb_printf(&sb,
+                          "// ==== kernel %lld of %lld: %s for the group of %s \"%s\", grid (%u, %u, %u), block (%u, %u, "
+                          "%u) ====\n",
+                          (long long)i + 1, (long long)g->jit->partition.group_count, k->entry,
+                          dnnjit__op_label(anchor->op), anchor->name, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+                          k->block[1], k->block[2]);
         dnnjit__sb_append(&sb, k->source);
     }
     *source = dnnjit__sb_take(&sb);
