@@ -7,6 +7,7 @@
 #define DNNJIT_ENGINE_CANONICAL_H
 
 #include "engine/engine.h"
+#include "jit/jit.h"
 
 /* The group's nodes in group order, named "#0", "#1", ...; the tensors they touch numbered
  * 1, 2, ... in order of first use (each node's input slots, then its output slots) and
@@ -20,12 +21,22 @@ typedef struct dnnjit__canonical {
     dnnjit__partition_t partition;
     dnnjit_tensor_t *real; /* real[id - 1]: the graph's id of canonical tensor id */
     char (*names)[24];     /* the canonical names: nodes, tensors, then the graph's "" */
+    /* XXH3-128 over everything an engine can read from the canonical group: every field of
+     * its graph, nodes, tensors and group, and the handle's description. Equal prints mean
+     * equal inputs to the engines, so what they make of one group holds for the other. */
+    dnnjit__jit_key_t print;
 } dnnjit__canonical_t;
 
 /* Fills *c from group `grp` of graph g (validated and partitioned); OUT_OF_MEMORY leaves
  * nothing to free. */
 dnnjit_status_t dnnjit__canonical_make(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__canonical_t *c);
 void dnnjit__canonical_free(dnnjit__canonical_t *c);
+
+/* What a group's ranking and generation produce, remembered per print for the process
+ * (bounded; what does not fit is simply made again). `what` says which product, so that
+ * the key is the print together with it (a mode and architecture, an engine and knob). */
+bool dnnjit__memo_get(dnnjit__jit_key_t print, const void *what, size_t what_size, void **data, size_t *size);
+void dnnjit__memo_put(dnnjit__jit_key_t print, const void *what, size_t what_size, const void *data, size_t size);
 
 /* Rewrites the tensor ids of a kernel generated from the canonical group (its argument
  * slots) into the graph's ids. */

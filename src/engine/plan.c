@@ -48,6 +48,9 @@ void dnnjit__jit_state_free(dnnjit__jit_state_t *s)
     if (!s)
         return;
     free_plans(s);
+    for (int64_t i = 0; s->canon && i < s->partition.group_count; i++)
+        dnnjit__canonical_free(&s->canon[i]);
+    free(s->canon);
     dnnjit__partition_free(&s->partition);
     free(s->device_checked);
     free(s);
@@ -69,6 +72,16 @@ dnnjit_status_t dnnjit_graph_build_operation_graph(dnnjit_graph_t g)
     s = dnnjit__partition(g, &state->partition);
     if (s) {
         free(state);
+        return s;
+    }
+    int64_t groups = state->partition.group_count;
+    state->canon = calloc((size_t)(groups ? groups : 1), sizeof *state->canon);
+    s = state->canon ? DNNJIT_STATUS_SUCCESS
+                     : dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "build_operation_graph: out of memory");
+    for (int64_t i = 0; i < groups && !s; i++)
+        s = dnnjit__canonical_make(g, &state->partition.groups[i], &state->canon[i]);
+    if (s) {
+        dnnjit__jit_state_free(state);
         return s;
     }
     g->jit = state;
@@ -110,10 +123,9 @@ static bool is_fallback(const dnnjit__engine_t *e)
     return strcmp(e->name, "fallback") == 0;
 }
 
-/* The ranked candidates of one group under one mode; *count may be 0 (then `why` says
- * what the engines said). */
-static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_heur_mode_t mode, const char *arch,
-                          candidate_t *out, char *why, size_t why_size)
+/* Ranks the candidates of a canonical group. */
+static int64_t rank_canonical(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_heur_mode_t mode, const char *arch,
+                              candidate_t *out)
 {
     int64_t n = 0;
     for (const dnnjit__engine_t *const *e = dnnjit__engines; *e; e++) {
@@ -122,8 +134,10 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
          * fallback one included, so that every valid graph has plans in every mode. */
         if (mode == DNNJIT_HEUR_MODE_FALLBACK && !is_fallback(*e))
             continue;
+        /* The reasons are asked for only when nothing supports the group (rank_group):
+         * writing one per refused knob cost more than the rest of the ranking. */
         for (int k = 0; k < (*e)->knob_count; k++)
-            if ((*e)->supports(g, grp, k, arch, why, why_size))
+            if ((*e)->supports(g, grp, k, arch, NULL, 0))
             {
                 double tier = (*e)->defer && (*e)->defer(g, grp, k) ? place + 1.5 : place;
                 out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, tier, n};
@@ -134,6 +148,32 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
         qsort(out, (size_t)n, sizeof *out, by_cost);
     else
         qsort(out, (size_t)n, sizeof *out, by_rule);
+    return n;
+}
+
+/* The ranked candidates of one group under one mode; *count may be 0 (then `why` says
+ * what the engines said). The engines judge the group's canonical restatement, so that
+ * the ranking can be remembered for every group of the same structure. */
+static int64_t rank_group(dnnjit_graph_t g, int64_t group, dnnjit_heur_mode_t mode, const char *arch,
+                          candidate_t *out, char *why, size_t why_size)
+{
+    dnnjit__canonical_t *canon = &g->jit->canon[group];
+    char what[64];
+    int what_size = snprintf(what, sizeof what, "ranking in mode %d for %s", (int)mode, arch);
+    void *known;
+    size_t size;
+    if (dnnjit__memo_get(canon->print, what, (size_t)what_size, &known, &size)) {
+        memcpy(out, known, size);
+        free(known);
+        return (int64_t)(size / sizeof *out);
+    }
+    int64_t n = rank_canonical(&canon->graph, &canon->group, mode, arch, out);
+    if (n)
+        dnnjit__memo_put(canon->print, what, (size_t)what_size, out, sizeof *out * (size_t)n);
+    const dnnjit__group_t *grp = &g->jit->partition.groups[group];
+    for (const dnnjit__engine_t *const *e = dnnjit__engines; *e && !n; e++)
+        for (int k = 0; k < (*e)->knob_count && (mode != DNNJIT_HEUR_MODE_FALLBACK || is_fallback(*e)); k++)
+            (*e)->supports(g, grp, k, arch, why, why_size);
     return n;
 }
 
@@ -161,7 +201,7 @@ static dnnjit_status_t add_mode_plans(dnnjit_graph_t g, dnnjit_heur_mode_t mode,
     int64_t groups = s->partition.group_count, depth = 0;
     for (int64_t i = 0; i < groups; i++) {
         char why[256] = "no engine of this mode handles it";
-        counts[i] = rank_group(g, &s->partition.groups[i], mode, arch, cands + i * stride, why, sizeof why);
+        counts[i] = rank_group(g, i, mode, arch, cands + i * stride, why, sizeof why);
         if (!counts[i])
             return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "heuristic mode %s: no engine supports the group of %s \"%s\" (%s)",
                                 mode == DNNJIT_HEUR_MODE_A ? "A" : mode == DNNJIT_HEUR_MODE_B ? "B" : "FALLBACK",
@@ -319,26 +359,45 @@ int64_t dnnjit__workspace_size(const dnnjit__jit_state_t *s, int64_t *scratch_of
 }
 
 /* Generates one group's kernel from its canonical restatement, so that the source depends
- * on the group's structure only (see engine/canonical.h). */
-static dnnjit_status_t generate_group(dnnjit_graph_t g, const dnnjit__group_t *grp, const dnnjit__plan_choice_t *c,
+ * on the group's structure only (see engine/canonical.h). What an engine generates for a
+ * print is remembered: the kernel description, then its source. */
+static dnnjit_status_t generate_group(dnnjit_graph_t g, int64_t group, const dnnjit__plan_choice_t *c,
                                       dnnjit__kernel_t *k)
 {
-    dnnjit__canonical_t canon;
-    dnnjit_status_t s = dnnjit__canonical_make(g, grp, &canon);
-    if (s)
-        return s;
-    s = c->engine->generate(&canon.graph, &canon.partition, &canon.group, c->knob, k);
+    dnnjit__canonical_t *canon = &g->jit->canon[group];
+    char what[96];
+    int what_size = snprintf(what, sizeof what, "kernel of %s knob %d", c->engine->name, c->knob);
+    void *known;
+    size_t size;
+    if (dnnjit__memo_get(canon->print, what, (size_t)what_size, &known, &size)) {
+        memcpy(k, known, sizeof *k);
+        k->source = dnnjit__strdup((const char *)known + sizeof *k);
+        free(known);
+        if (!k->source)
+            return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "generate: out of memory");
+        dnnjit__canonical_unmap(canon, k);
+        return DNNJIT_STATUS_SUCCESS;
+    }
+    dnnjit_status_t s = c->engine->generate(&canon->graph, &canon->partition, &canon->group, c->knob, k);
     if (s) {
         /* The message names the canonical nodes ("#0" is the group's first): say which
          * group it is about. */
-        const dnnjit__node_t *anchor = &g->nodes[grp->first_node];
-        s = dnnjit__fail(g, s, "the group of %s \"%s\" (\"#0\" is its first node): %s", dnnjit__op_label(anchor->op),
-                         anchor->name, canon.graph.error);
-    } else {
-        dnnjit__canonical_unmap(&canon, k);
+        const dnnjit__node_t *anchor = &g->nodes[g->jit->partition.groups[group].first_node];
+        return dnnjit__fail(g, s, "the group of %s \"%s\" (\"#0\" is its first node): %s",
+                            dnnjit__op_label(anchor->op), anchor->name, canon->graph.error);
     }
-    dnnjit__canonical_free(&canon);
-    return s;
+    size_t text = strlen(k->source) + 1;
+    unsigned char *record = malloc(sizeof *k + text);
+    if (record) {
+        dnnjit__kernel_t bare = *k;
+        bare.source = NULL;
+        memcpy(record, &bare, sizeof bare);
+        memcpy(record + sizeof *k, k->source, text);
+        dnnjit__memo_put(canon->print, what, (size_t)what_size, record, sizeof *k + text);
+        free(record);
+    }
+    dnnjit__canonical_unmap(canon, k);
+    return DNNJIT_STATUS_SUCCESS;
 }
 
 /* Generates the kernels of a plan that has none yet. */
@@ -351,7 +410,7 @@ static dnnjit_status_t generate(dnnjit_graph_t g, dnnjit__plan_t *plan)
     if (!plan->kernels)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "generate: out of memory");
     for (int64_t i = 0; i < groups; i++) {
-        dnnjit_status_t s = generate_group(g, &g->jit->partition.groups[i], &plan->choices[i], &plan->kernels[i].kernel);
+        dnnjit_status_t s = generate_group(g, i, &plan->choices[i], &plan->kernels[i].kernel);
         if (s) {
             free_plan(plan, groups);
             *plan = (dnnjit__plan_t){.choices = plan->choices};

@@ -33,6 +33,7 @@ typedef struct dnnjit__plan {
 /* Everything the JIT path adds to a graph. */
 typedef struct dnnjit__jit_state {
     dnnjit__partition_t partition;
+    struct dnnjit__canonical *canon; /* per group, what engines rank and generate from */
     int64_t plan_count;
     dnnjit__plan_t *plans;
     int64_t chosen; /* -1 before a plan is built */
