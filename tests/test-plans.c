@@ -5,6 +5,8 @@
 
 #include "util.h"
 
+#include "engine/canonical.h"
+#include "engine/plan.h"
 #include "jit/jit.h"
 
 #include <jansson.h>
@@ -294,6 +296,78 @@ static void source_is_canonical(void **state)
     dnnjit_graph_destroy(g3);
 }
 
+/* The print of the sigmoid graph's group after `change` edits the graph. */
+static dnnjit__jit_key_t sigmoid_print(dnnjit_handle_t h, int64_t n, void (*change)(dnnjit_graph_t g))
+{
+    dnnjit_graph_t g = sigmoid_graph(h, n);
+    if (change)
+        change(g);
+    TU_OK(dnnjit_graph_build_operation_graph(g));
+    assert_int_equal(g->jit->partition.group_count, 1);
+    dnnjit__jit_key_t print = g->jit->canon[0].print;
+    dnnjit_graph_destroy(g);
+    return print;
+}
+
+static void make_b_float(dnnjit_graph_t g)
+{
+    dnnjit_tensor_t b;
+    TU_OK(dnnjit_graph_find_tensor_by_name(g, "b", &b));
+    TU_OK(dnnjit_tensor_set_data_type(g, b, DNNJIT_DATA_TYPE_FLOAT));
+}
+
+static void make_b_strided(dnnjit_graph_t g)
+{
+    dnnjit_tensor_t b;
+    TU_OK(dnnjit_graph_find_tensor_by_name(g, "b", &b));
+    TU_OK(dnnjit_tensor_set_stride(g, b, 1, TU_DIMS(2)));
+}
+
+static void rename_everything(dnnjit_graph_t g)
+{
+    for (dnnjit_tensor_t t = 1; t <= 3; t++) {
+        char name[16];
+        snprintf(name, sizeof name, "renamed%u", t);
+        TU_OK(dnnjit_tensor_set_name(g, t, name));
+        TU_OK(dnnjit_tensor_set_uid(g, t, 100 + t));
+    }
+}
+
+static bool same_print(dnnjit__jit_key_t a, dnnjit__jit_key_t b)
+{
+    return a.low == b.low && a.high == b.high;
+}
+
+/* Plans are remembered per print, so the print must change with everything the engines
+ * read (else a graph would get another graph's kernels) and with nothing else. */
+static void print_covers_the_structure(void **state)
+{
+    (void)state;
+    dnnjit_handle_t sm80;
+    TU_OK(dnnjit_handle_create_for_arch("sm_80", &sm80));
+    dnnjit__jit_key_t base = sigmoid_print(sm90, 64, NULL);
+    assert_true(same_print(base, sigmoid_print(sm90, 64, NULL)));
+    assert_true(same_print(base, sigmoid_print(sm90, 64, rename_everything)));
+    assert_false(same_print(base, sigmoid_print(sm90, 65, NULL)));
+    assert_false(same_print(base, sigmoid_print(sm80, 64, NULL)));
+    assert_false(same_print(base, sigmoid_print(sm90, 64, make_b_float)));
+    assert_false(same_print(base, sigmoid_print(sm90, 64, make_b_strided)));
+    dnnjit_handle_destroy(sm80);
+
+    /* A different size right after the first gets its own source, not the remembered one. */
+    char *src[2];
+    for (int i = 0; i < 2; i++) {
+        dnnjit_graph_t g = sigmoid_graph(sm90, 1000 + i);
+        TU_OK(dnnjit_graph_create_execution_plans(g, NULL, 0));
+        TU_OK(dnnjit_graph_get_plan_source(g, 0, &src[i]));
+        dnnjit_graph_destroy(g);
+    }
+    assert_non_null(strstr(src[0], "DJ_NUMEL = 1000LL;"));
+    assert_non_null(strstr(src[1], "DJ_NUMEL = 1001LL;"));
+    dnnjit_free(src[0]);
+    dnnjit_free(src[1]);
+}
+
 static void build_compiles_and_refuses_execute(void **state)
 {
     (void)state;
@@ -343,6 +417,7 @@ int main(void)
         cmocka_unit_test(strided_input_has_no_vector_plan),
         cmocka_unit_test(source_is_deterministic),
         cmocka_unit_test(source_is_canonical),
+        cmocka_unit_test(print_covers_the_structure),
         cmocka_unit_test(build_compiles_and_refuses_execute),
         cmocka_unit_test(build_needs_plans_and_arch),
     };
