@@ -120,7 +120,7 @@ dnnjit_status_t dnnjit__canonical_make(dnnjit_graph_t g, const dnnjit__group_t *
     if (!c->real || !c->names || !c->graph.nodes || !c->graph.tensors || !c->group.nodes || !c->group.inputs ||
         !c->group.outputs) {
         dnnjit__canonical_free(c);
-        return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "generate: out of memory");
+        return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "build_operation_graph: out of memory restating a group");
     }
     int64_t tensors = number_tensors(g, grp, c);
     struct dnnjit_graph *cg = &c->graph;
