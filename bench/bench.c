@@ -4,6 +4,11 @@
  *                            back-to-back calls, median of repeats), host time per execute
  *   dnnjit-bench build-only  the same graph's build time alone (run in a fresh process
  *                            after `run` to measure a build from the warm disk cache)
+ *   dnnjit-bench build-host ARCH
+ *                            without a GPU (a handle for ARCH, e.g. sm_90a): the first
+ *                            build of the sigmoid graph in the process (from the disk cache
+ *                            when an earlier run left it there; NVRTC's load included, as no
+ *                            device handle starts it early) and the median memory-cache build
  *   dnnjit-bench gemm [--all-plans]
  *                            4096^3 bf16 GEMM and 8x4096^3 bf16 bmm + bias + relu: mode A's
  *                            plan and the fastest listed plan, device time and TFLOP/s, and
@@ -564,8 +569,32 @@ static int row_bench(dnnjit_handle_t h, bool all_plans)
     return 0;
 }
 
+/* Build times on the host alone; see the top of the file. */
+static int host_builds(const char *arch)
+{
+    dnnjit_handle_t h;
+    CHECK(dnnjit_handle_create_for_arch(arch, &h));
+    dnnjit_tensor_t io[4];
+    dnnjit_graph_t g = sigmoid_graph(h, N, io);
+    printf("{\"case\": \"host_build_first\", \"us\": %.1f, \"arch\": \"%s\"}\n", timed_build(g), arch);
+    enum { REPEATS = 201 };
+    double samples[REPEATS];
+    for (int r = 0; r < REPEATS; r++) {
+        dnnjit_graph_t again = sigmoid_graph(h, N, io);
+        samples[r] = timed_build(again);
+        dnnjit_graph_destroy(again);
+    }
+    qsort(samples, REPEATS, sizeof samples[0], cmp_double);
+    printf("{\"case\": \"host_build_warm_memory_cache\", \"us\": %.1f}\n", samples[REPEATS / 2]);
+    dnnjit_graph_destroy(g);
+    dnnjit_handle_destroy(h);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && strcmp(argv[1], "build-host") == 0)
+        return host_builds(argv[2]);
     bool build_only = argc > 1 && strcmp(argv[1], "build-only") == 0;
     bool gemm_only = argc > 1 && strcmp(argv[1], "gemm") == 0;
     dnnjit_handle_t h;

@@ -1,6 +1,7 @@
 /* GPU: graphs serialized after building and deserialized on the device handle execute and
  * match the reference, in this process and in a fresh one where NVRTC cannot load; two
- * graphs deserialized from one blob share the loaded kernels. Skipped (77) without a GPU. */
+ * graphs deserialized from one blob share the loaded kernels, which clearing the kernel
+ * cache's memory leaves loaded while graphs use them. Skipped (77) without a GPU. */
 #include "gpu_buffers.h"
 
 #include "engine/plan.h"
@@ -124,6 +125,45 @@ static void deserialized_graphs_execute(void **state)
     }
 }
 
+static void check_run(dnnjit_graph_t g, int i, const char *what)
+{
+    double err = run_once(g);
+    if (!(err < tu_tolerance(io_types[i])))
+        fail_msg("%s, %s: relative error %g exceeds %g", labels[i], what, err, tu_tolerance(io_types[i]));
+}
+
+/* Clearing the kernel cache's memory (what `dnnjit cache clear` does) drops its entries,
+ * but the modules that built and deserialized graphs launch stay loaded until those graphs
+ * go; a graph built afterwards loads its own. */
+static void clearing_the_memory_cache_keeps_live_kernels(void **state)
+{
+    (void)state;
+    for (int i = 0; i < CASES; i++) {
+        dnnjit_graph_t built = makers[i]();
+        gb_build(built, plans[i]);
+        size_t size;
+        void *blob = NULL;
+        TU_OK(dnnjit_graph_serialize(built, &blob, &size));
+        dnnjit_graph_t loaded = NULL;
+        TU_OK(dnnjit_graph_deserialize(built->handle, blob, size, &loaded));
+        dnnjit_free(blob);
+        check_run(built, i, "built, before the clear");
+        dnnjit__jit_cache_clear_memory();
+        check_run(built, i, "built, after the clear");
+        check_run(loaded, i, "deserialized, after the clear");
+        dnnjit_graph_t again = makers[i]();
+        gb_build(again, plans[i]);
+        const dnnjit__plan_t *old = &built->jit->plans[built->jit->chosen];
+        const dnnjit__plan_t *new = &again->jit->plans[again->jit->chosen];
+        assert_ptr_not_equal(old->kernels[0].function, new->kernels[0].function);
+        dnnjit_graph_destroy(built);
+        check_run(loaded, i, "deserialized, after the built graph went");
+        check_run(again, i, "built again after the clear");
+        dnnjit_graph_destroy(loaded);
+        dnnjit_graph_destroy(again);
+    }
+}
+
 /* In a fresh process where NVRTC cannot load: each blob from the folder executes. */
 static int child_without_nvrtc(const char *folder)
 {
@@ -189,6 +229,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(deserialized_graphs_execute),
         cmocka_unit_test(deserialized_graphs_need_no_nvrtc),
+        cmocka_unit_test(clearing_the_memory_cache_keeps_live_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

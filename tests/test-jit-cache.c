@@ -1020,26 +1020,48 @@ static void destroy_object(void *object)
     destroyed += *(int *)object;
 }
 
-static void attached_objects_are_destroyed_with_the_entry(void **state)
+/* The entry holds a reference and so does every user; the object goes with the last. */
+static void attached_objects_live_until_their_last_reference(void **state)
 {
     (void)state;
     size_t size;
     dnnjit__jit_key_t key;
     free(get(jt_axpy_source, "sm_80", NULL, &size, &key));
     int first = 1, second = 10;
-    void *existing = &second;
-    JT_OK(dnnjit__jit_cache_attach(key, &first, destroy_object, &existing));
-    assert_null(existing);
-    JT_OK(dnnjit__jit_cache_attach(key, &second, destroy_object, &existing));
-    assert_ptr_equal(existing, &first);
-    assert_ptr_equal(dnnjit__jit_cache_object(key), &first);
-    dnnjit__jit_key_t other = {key.low ^ 1, key.high};
-    assert_null(dnnjit__jit_cache_object(other));
-    JT_FAILS(dnnjit__jit_cache_attach(other, &second, destroy_object, NULL), DNNJIT_STATUS_NOT_FOUND, "no entry");
+    dnnjit__jit_ref_t *a = NULL, *b = NULL, *c = NULL;
     destroyed = 0;
+    JT_OK(dnnjit__jit_cache_attach(key, &first, destroy_object, &a));
+    assert_ptr_equal(dnnjit__jit_ref_object(a), &first);
+    /* A second attach finds the first object; its own stays the caller's. */
+    JT_OK(dnnjit__jit_cache_attach(key, &second, destroy_object, &b));
+    assert_ptr_equal(dnnjit__jit_ref_object(b), &first);
+    assert_ptr_equal(dnnjit__jit_cache_acquire(key), a);
+    c = a; /* the reference acquire just took */
+    dnnjit__jit_key_t other = {key.low ^ 1, key.high};
+    assert_null(dnnjit__jit_cache_acquire(other));
+    dnnjit__jit_ref_t *none = a;
+    JT_FAILS(dnnjit__jit_cache_attach(other, &second, destroy_object, &none), DNNJIT_STATUS_NOT_FOUND, "no entry");
+    assert_null(none);
+    assert_int_equal(destroyed, 0);
+
+    /* Clearing drops the entry and its reference only: three users remain. */
     dnnjit__jit_cache_clear_memory();
+    assert_null(dnnjit__jit_cache_acquire(key));
+    assert_int_equal(destroyed, 0);
+    dnnjit__jit_ref_release(a);
+    dnnjit__jit_ref_release(b);
+    assert_int_equal(destroyed, 0);
+    dnnjit__jit_ref_release(c);
     assert_int_equal(destroyed, 1);
-    assert_null(dnnjit__jit_cache_object(key));
+    dnnjit__jit_ref_release(NULL);
+
+    /* With no user, clearing destroys it at once. */
+    free(get(jt_axpy_source, "sm_80", NULL, &size, &key));
+    JT_OK(dnnjit__jit_cache_attach(key, &second, destroy_object, &a));
+    dnnjit__jit_ref_release(a);
+    assert_int_equal(destroyed, 1);
+    dnnjit__jit_cache_clear_memory();
+    assert_int_equal(destroyed, 11);
 }
 
 /* ---- failures ---- */
@@ -1102,7 +1124,7 @@ int main(int argc, char **argv)
         T(not_a_file_where_a_file_belongs),
         T(folder_follows_the_environment),
         T(list_and_clear),
-        T(attached_objects_are_destroyed_with_the_entry),
+        T(attached_objects_live_until_their_last_reference),
         T(failures_store_nothing),
     };
 #undef T

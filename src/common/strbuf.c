@@ -26,10 +26,17 @@ static bool reserve(dnnjit__strbuf_t *sb, size_t extra)
 
 void dnnjit__sb_printf(dnnjit__strbuf_t *sb, const char *fmt, ...)
 {
+    /* Formatted straight into the spare room; only text that does not fit is formatted a
+     * second time, after growing (code generation spends much of its time here). */
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    size_t room = sb->failed ? 0 : sb->cap - sb->len;
+    int n = vsnprintf(room ? sb->data + sb->len : NULL, room, fmt, ap);
     va_end(ap);
+    if (n >= 0 && (size_t)n < room) {
+        sb->len += (size_t)n;
+        return;
+    }
     if (n < 0 || !reserve(sb, (size_t)n))
         return;
     va_start(ap, fmt);

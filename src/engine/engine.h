@@ -62,6 +62,13 @@ typedef struct dnnjit__kernel {
     const char *compile_option;
 } dnnjit__kernel_t;
 
+/* The graph and group an engine's functions receive are the group's canonical restatement
+ * (engine/canonical.h): its nodes and the tensors they touch, renumbered, and nothing else
+ * of the graph (supports() alone is also asked, on the graph itself, to word a refusal).
+ * What they return is remembered per structure, so they must depend on nothing else
+ * either. plan.c maps the ids in a kernel's tensors[] and scalars[] back to
+ * the graph's (dnnjit__canonical_unmap); a new kernel field holding tensor ids needs the
+ * same. */
 typedef struct dnnjit__engine {
     const char *name; /* plan names start with it, e.g. "pointwise" */
     int knob_count;   /* knob settings are 0 .. knob_count-1 */

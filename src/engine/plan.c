@@ -1,8 +1,8 @@
 /* The build stages of the public API: operation graph, plan list, plan building. */
 #include "engine/plan.h"
 
+#include "engine/canonical.h"
 #include "engine/rows.h"
-
 #include "common/strbuf.h"
 #include "jit/jit.h"
 #include "runtime/runtime.h"
@@ -28,6 +28,7 @@ static void free_plan(dnnjit__plan_t *plan, int64_t groups)
     for (int64_t i = 0; plan->kernels && i < groups; i++) {
         dnnjit__kernel_free(&plan->kernels[i].kernel);
         free(plan->kernels[i].cubin);
+        dnnjit__jit_ref_release(plan->kernels[i].module);
     }
     free(plan->kernels);
     free(plan->choices);
@@ -48,6 +49,9 @@ void dnnjit__jit_state_free(dnnjit__jit_state_t *s)
     if (!s)
         return;
     free_plans(s);
+    for (int64_t i = 0; s->canon && i < s->partition.group_count; i++)
+        dnnjit__canonical_free(&s->canon[i]);
+    free(s->canon);
     dnnjit__partition_free(&s->partition);
     free(s->device_checked);
     free(s);
@@ -69,6 +73,16 @@ dnnjit_status_t dnnjit_graph_build_operation_graph(dnnjit_graph_t g)
     s = dnnjit__partition(g, &state->partition);
     if (s) {
         free(state);
+        return s;
+    }
+    int64_t groups = state->partition.group_count;
+    state->canon = calloc((size_t)(groups ? groups : 1), sizeof *state->canon);
+    s = state->canon ? DNNJIT_STATUS_SUCCESS
+                     : dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "build_operation_graph: out of memory");
+    for (int64_t i = 0; i < groups && !s; i++)
+        s = dnnjit__canonical_make(g, &state->partition.groups[i], &state->canon[i]);
+    if (s) {
+        dnnjit__jit_state_free(state);
         return s;
     }
     g->jit = state;
@@ -110,10 +124,9 @@ static bool is_fallback(const dnnjit__engine_t *e)
     return strcmp(e->name, "fallback") == 0;
 }
 
-/* The ranked candidates of one group under one mode; *count may be 0 (then `why` says
- * what the engines said). */
-static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_heur_mode_t mode, const char *arch,
-                          candidate_t *out, char *why, size_t why_size)
+/* Ranks the candidates of a canonical group. */
+static int64_t rank_canonical(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_heur_mode_t mode, const char *arch,
+                              candidate_t *out)
 {
     int64_t n = 0;
     for (const dnnjit__engine_t *const *e = dnnjit__engines; *e; e++) {
@@ -122,8 +135,10 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
          * fallback one included, so that every valid graph has plans in every mode. */
         if (mode == DNNJIT_HEUR_MODE_FALLBACK && !is_fallback(*e))
             continue;
+        /* The reasons are asked for only when nothing supports the group (rank_group):
+         * writing one per refused knob cost more than the rest of the ranking. */
         for (int k = 0; k < (*e)->knob_count; k++)
-            if ((*e)->supports(g, grp, k, arch, why, why_size))
+            if ((*e)->supports(g, grp, k, arch, NULL, 0))
             {
                 double tier = (*e)->defer && (*e)->defer(g, grp, k) ? place + 1.5 : place;
                 out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, tier, n};
@@ -134,7 +149,7 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
      * group for every mode: the partition does not depend on the mode) takes the rows
      * engine's simplest plan under FALLBACK rather than a partition of its own. */
     if (mode == DNNJIT_HEUR_MODE_FALLBACK && n == 0 && grp->kind == DNNJIT__GROUP_ROW) {
-        int k = dnnjit__rows_fallback_knob(g, grp, arch, why, why_size);
+        int k = dnnjit__rows_fallback_knob(g, grp, arch, NULL, 0);
         if (k >= 0)
             out[n++] = (candidate_t){.choice = {&dnnjit__engine_rows, k}, .cost = dnnjit__engine_rows.cost(g, grp, k)};
     }
@@ -142,6 +157,34 @@ static int64_t rank_group(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit_h
         qsort(out, (size_t)n, sizeof *out, by_cost);
     else
         qsort(out, (size_t)n, sizeof *out, by_rule);
+    return n;
+}
+
+/* The ranked candidates of one group under one mode; *count may be 0 (then `why` says
+ * what the engines said). The engines judge the group's canonical restatement, so that
+ * the ranking can be remembered for every group of the same structure. */
+static int64_t rank_group(dnnjit_graph_t g, int64_t group, dnnjit_heur_mode_t mode, const char *arch,
+                          candidate_t *out, char *why, size_t why_size)
+{
+    dnnjit__canonical_t *canon = &g->jit->canon[group];
+    char what[64];
+    int what_size = snprintf(what, sizeof what, "ranking in mode %d for %s", (int)mode, arch);
+    void *known;
+    size_t size;
+    if (dnnjit__memo_get(canon->print, what, (size_t)what_size, &known, &size)) {
+        memcpy(out, known, size);
+        free(known);
+        return (int64_t)(size / sizeof *out);
+    }
+    int64_t n = rank_canonical(&canon->graph, &canon->group, mode, arch, out);
+    if (n)
+        dnnjit__memo_put(canon->print, what, (size_t)what_size, out, sizeof *out * (size_t)n);
+    const dnnjit__group_t *grp = &g->jit->partition.groups[group];
+    for (const dnnjit__engine_t *const *e = dnnjit__engines; *e && !n; e++)
+        for (int k = 0; k < (*e)->knob_count && (mode != DNNJIT_HEUR_MODE_FALLBACK || is_fallback(*e)); k++)
+            (*e)->supports(g, grp, k, arch, why, why_size);
+    if (!n && mode == DNNJIT_HEUR_MODE_FALLBACK && grp->kind == DNNJIT__GROUP_ROW)
+        dnnjit__rows_fallback_knob(g, grp, arch, why, why_size);
     return n;
 }
 
@@ -169,7 +212,7 @@ static dnnjit_status_t add_mode_plans(dnnjit_graph_t g, dnnjit_heur_mode_t mode,
     int64_t groups = s->partition.group_count, depth = 0;
     for (int64_t i = 0; i < groups; i++) {
         char why[256] = "no engine of this mode handles it";
-        counts[i] = rank_group(g, &s->partition.groups[i], mode, arch, cands + i * stride, why, sizeof why);
+        counts[i] = rank_group(g, i, mode, arch, cands + i * stride, why, sizeof why);
         if (!counts[i])
             return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "heuristic mode %s: no engine supports the group of %s \"%s\" (%s)",
                                 mode == DNNJIT_HEUR_MODE_A ? "A" : mode == DNNJIT_HEUR_MODE_B ? "B" : "FALLBACK",
@@ -326,6 +369,48 @@ int64_t dnnjit__workspace_size(const dnnjit__jit_state_t *s, int64_t *scratch_of
     return scratch ? offset + scratch : s->partition.workspace_size;
 }
 
+/* Generates one group's kernel from its canonical restatement, so that the source depends
+ * on the group's structure only (see engine/canonical.h). What an engine generates for a
+ * print is remembered: the kernel description, then its source. */
+static dnnjit_status_t generate_group(dnnjit_graph_t g, int64_t group, const dnnjit__plan_choice_t *c,
+                                      dnnjit__kernel_t *k)
+{
+    dnnjit__canonical_t *canon = &g->jit->canon[group];
+    char what[96];
+    int what_size = snprintf(what, sizeof what, "kernel of %s knob %d", c->engine->name, c->knob);
+    void *known;
+    size_t size;
+    if (dnnjit__memo_get(canon->print, what, (size_t)what_size, &known, &size)) {
+        memcpy(k, known, sizeof *k);
+        k->source = dnnjit__strdup((const char *)known + sizeof *k);
+        free(known);
+        if (!k->source)
+            return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "generate: out of memory");
+        dnnjit__canonical_unmap(canon, k);
+        return DNNJIT_STATUS_SUCCESS;
+    }
+    dnnjit_status_t s = c->engine->generate(&canon->graph, &canon->partition, &canon->group, c->knob, k);
+    if (s) {
+        /* The message names the canonical nodes ("#0" is the group's first): say which
+         * group it is about. */
+        const dnnjit__node_t *anchor = &g->nodes[g->jit->partition.groups[group].first_node];
+        return dnnjit__fail(g, s, "the group of %s \"%s\" (\"#0\" is its first node): %s",
+                            dnnjit__op_label(anchor->op), anchor->name, canon->graph.error);
+    }
+    size_t text = strlen(k->source) + 1;
+    unsigned char *record = malloc(sizeof *k + text);
+    if (record) {
+        dnnjit__kernel_t bare = *k;
+        bare.source = NULL;
+        memcpy(record, &bare, sizeof bare);
+        memcpy(record + sizeof *k, k->source, text);
+        dnnjit__memo_put(canon->print, what, (size_t)what_size, record, sizeof *k + text);
+        free(record);
+    }
+    dnnjit__canonical_unmap(canon, k);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
 /* Generates the kernels of a plan that has none yet. */
 static dnnjit_status_t generate(dnnjit_graph_t g, dnnjit__plan_t *plan)
 {
@@ -336,9 +421,7 @@ static dnnjit_status_t generate(dnnjit_graph_t g, dnnjit__plan_t *plan)
     if (!plan->kernels)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "generate: out of memory");
     for (int64_t i = 0; i < groups; i++) {
-        const dnnjit__plan_choice_t *c = &plan->choices[i];
-        dnnjit_status_t s = c->engine->generate(g, &g->jit->partition, &g->jit->partition.groups[i], c->knob,
-                                                &plan->kernels[i].kernel);
+        dnnjit_status_t s = generate_group(g, i, &plan->choices[i], &plan->kernels[i].kernel);
         if (s) {
             free_plan(plan, groups);
             *plan = (dnnjit__plan_t){.choices = plan->choices};
@@ -361,9 +444,15 @@ dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t g, int64_t index, ch
     dnnjit__strbuf_t sb = {0};
     for (int64_t i = 0; i < g->jit->partition.group_count; i++) {
         const dnnjit__kernel_t *k = &plan->kernels[i].kernel;
-        dnnjit__sb_printf(&sb, "// ==== kernel %lld of %lld: %s, grid (%u, %u, %u), block (%u, %u, %u) ====\n",
-                          (long long)i + 1, (long long)g->jit->partition.group_count, k->entry, k->grid[0], k->grid[1],
-                          k->grid[2], k->block[0], k->block[1], k->block[2]);
+        /* The kernel's source names no node (see generate_group); this header says which
+         * group it runs. */
+        const dnnjit__node_t *anchor = &g->nodes[g->jit->partition.groups[i].first_node];
+        dnnjit__sb_printf(&sb,
+                          "// ==== kernel %lld of %lld: %s for the group of %s \"%s\", grid (%u, %u, %u), block (%u, %u, "
+                          "%u) ====\n",
+                          (long long)i + 1, (long long)g->jit->partition.group_count, k->entry,
+                          dnnjit__op_label(anchor->op), anchor->name, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+                          k->block[1], k->block[2]);
         dnnjit__sb_append(&sb, k->source);
     }
     *source = dnnjit__sb_take(&sb);
@@ -372,7 +461,7 @@ dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t g, int64_t index, ch
 
 /* ---- building ------------------------------------------------------------------------ */
 
-/* A kernel loaded on the device, owned by its kernel-cache entry. */
+/* A kernel loaded on the device, shared through its kernel-cache entry. */
 typedef struct loaded_kernel {
     dnnjit__cu_module_t module;
     dnnjit__cu_function_t fn;
@@ -387,8 +476,7 @@ static void unload_kernel(void *object)
 
 /* Loads a built kernel's CUBIN and attaches it to its cache entry. If another graph
  * attached the same kernel meanwhile, that one is used and this load is undone. */
-static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__jit_key_t key,
-                                       const loaded_kernel_t **out)
+static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__jit_key_t key, dnnjit__jit_ref_t **ref)
 {
     loaded_kernel_t *k = malloc(sizeof *k);
     if (!k)
@@ -403,27 +491,25 @@ static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__
         s = dnnjit__cu_check(dnnjit__cuda()->cuFuncSetAttribute(k->fn, DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                                 (int)b->kernel.shared_bytes),
                              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-    if (s) {
-        unload_kernel(k);
-        return s;
-    }
-    void *existing = NULL;
-    s = dnnjit__jit_cache_attach(key, k, unload_kernel, &existing);
-    if (s || existing)
-        unload_kernel(k);
     if (!s)
-        *out = existing ? existing : k;
+        s = dnnjit__jit_cache_attach(key, k, unload_kernel, ref);
+    if (s || dnnjit__jit_ref_object(*ref) != k)
+        unload_kernel(k);
     return s;
 }
 
 dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_key_t key)
 {
     /* Loaded modules are shared through the cache entry, so that graphs with the same
-     * kernel load it once; the entry unloads the module when it goes away. */
-    const loaded_kernel_t *loaded = dnnjit__jit_cache_object(key);
-    dnnjit_status_t s = loaded ? DNNJIT_STATUS_SUCCESS : load_and_attach(b, key, &loaded);
-    if (!s)
-        b->function = loaded->fn;
+     * kernel load it once; each built kernel holds a reference, so that clearing the cache
+     * cannot unload a module a graph still launches. */
+    dnnjit__jit_ref_t *ref = dnnjit__jit_cache_acquire(key);
+    dnnjit_status_t s = ref ? DNNJIT_STATUS_SUCCESS : load_and_attach(b, key, &ref);
+    if (!s) {
+        dnnjit__jit_ref_release(b->module);
+        b->module = ref;
+        b->function = ((const loaded_kernel_t *)dnnjit__jit_ref_object(ref))->fn;
+    }
     return s;
 }
 

@@ -16,6 +16,7 @@ typedef struct dnnjit__built_kernel {
     void *cubin;
     size_t cubin_size;
     void *function; /* dnnjit__cu_function_t, when loaded on a device */
+    dnnjit__jit_ref_t *module; /* this kernel's reference to the loaded module holding `function` */
     /* The tensor maps execute encoded last (kernel.tma), with the addresses they were
      * encoded for: a graph run again on the same buffers reuses them. Stored as bytes, as
      * the memory holding this struct is not aligned for a CUtensorMap. */
@@ -32,6 +33,7 @@ typedef struct dnnjit__plan {
 /* Everything the JIT path adds to a graph. */
 typedef struct dnnjit__jit_state {
     dnnjit__partition_t partition;
+    struct dnnjit__canonical *canon; /* per group, what engines rank and generate from */
     int64_t plan_count;
     dnnjit__plan_t *plans;
     int64_t chosen; /* -1 before a plan is built */
@@ -48,9 +50,10 @@ void dnnjit__jit_state_free(dnnjit__jit_state_t *state);
  * is chosen, the intermediates only. */
 int64_t dnnjit__workspace_size(const dnnjit__jit_state_t *state, int64_t *scratch_offset);
 
-/* Loads a built kernel's CUBIN on the current device and sets b->function. The loaded
- * module belongs to the kernel-cache entry of `key`, which must exist: graphs whose
- * kernels share an entry share the module, and it is unloaded with the entry. */
+/* Loads a built kernel's CUBIN on the current device and sets b->function and b->module.
+ * The loaded module is attached to the kernel-cache entry of `key`, which must exist:
+ * graphs whose kernels share an entry share the module, which is unloaded when neither
+ * the entry nor any built kernel holds it any more. */
 dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_key_t key);
 
 /* Every engine, most specialised first (the order mode A ranks them in). */

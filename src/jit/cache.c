@@ -111,12 +111,17 @@ static struct {
 
 /* ---- memory ---- */
 
+struct dnnjit__jit_ref {
+    void *object;
+    dnnjit__jit_object_destroy_t destroy;
+    atomic_size_t count;
+};
+
 typedef struct entry {
     dnnjit__jit_key_t key;
     void *cubin;
     size_t size;
-    void *object;
-    dnnjit__jit_object_destroy_t destroy;
+    dnnjit__jit_ref_t *object; /* the entry's own reference, or NULL */
     struct entry *next;
 } entry_t;
 
@@ -220,39 +225,64 @@ dnnjit_status_t dnnjit__jit_cache_insert(dnnjit__jit_key_t key, const void *cubi
     return dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "kernel cache: no memory for a %zu-byte CUBIN", size);
 }
 
-dnnjit_status_t dnnjit__jit_cache_attach(dnnjit__jit_key_t key, void *object, dnnjit__jit_object_destroy_t destroy,
-                                         void **existing)
+/* Takes one more reference; the caller holds one already (or the lock of the entry that
+ * does). */
+static dnnjit__jit_ref_t *ref_take(dnnjit__jit_ref_t *ref)
 {
-    dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
-    if (existing)
-        *existing = NULL;
-    pthread_mutex_lock(&mem.lock);
-    entry_t *e = find_locked(key);
-    if (!e) {
-        s = DNNJIT_STATUS_NOT_FOUND;
-    } else if (e->object) {
-        if (existing)
-            *existing = e->object;
-    } else {
-        e->object = object;
-        e->destroy = destroy;
-    }
-    pthread_mutex_unlock(&mem.lock);
-    if (s != DNNJIT_STATUS_SUCCESS) {
-        char hex[DNNJIT__KEY_HEX_LEN];
-        dnnjit__jit_key_hex(key, hex);
-        return dnnjit__fail(NULL, s, "kernel cache: no entry for key %s to attach an object to", hex);
-    }
-    return s;
+    if (ref)
+        atomic_fetch_add(&ref->count, 1);
+    return ref;
 }
 
-void *dnnjit__jit_cache_object(dnnjit__jit_key_t key)
+void *dnnjit__jit_ref_object(const dnnjit__jit_ref_t *ref)
+{
+    return ref->object;
+}
+
+void dnnjit__jit_ref_release(dnnjit__jit_ref_t *ref)
+{
+    if (!ref || atomic_fetch_sub(&ref->count, 1) != 1)
+        return;
+    if (ref->destroy)
+        ref->destroy(ref->object);
+    free(ref);
+}
+
+dnnjit_status_t dnnjit__jit_cache_attach(dnnjit__jit_key_t key, void *object, dnnjit__jit_object_destroy_t destroy,
+                                         dnnjit__jit_ref_t **ref)
+{
+    *ref = NULL;
+    dnnjit__jit_ref_t *mine = malloc(sizeof *mine);
+    if (!mine)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_OUT_OF_MEMORY, "kernel cache: out of memory attaching a module");
+    /* Two references when attached: the entry's and the caller's. */
+    *mine = (dnnjit__jit_ref_t){.object = object, .destroy = destroy};
+    atomic_init(&mine->count, 2);
+    pthread_mutex_lock(&mem.lock);
+    entry_t *e = find_locked(key);
+    if (e && !e->object)
+        *ref = e->object = mine;
+    else if (e)
+        *ref = ref_take(e->object);
+    pthread_mutex_unlock(&mem.lock);
+    if (*ref != mine)
+        free(mine);
+    if (!e) {
+        char hex[DNNJIT__KEY_HEX_LEN];
+        dnnjit__jit_key_hex(key, hex);
+        return dnnjit__fail(NULL, DNNJIT_STATUS_NOT_FOUND, "kernel cache: no entry for key %s to attach an object to",
+                            hex);
+    }
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit__jit_ref_t *dnnjit__jit_cache_acquire(dnnjit__jit_key_t key)
 {
     pthread_mutex_lock(&mem.lock);
     entry_t *e = find_locked(key);
-    void *object = e ? e->object : NULL;
+    dnnjit__jit_ref_t *ref = e ? ref_take(e->object) : NULL;
     pthread_mutex_unlock(&mem.lock);
-    return object;
+    return ref;
 }
 
 void dnnjit__jit_cache_clear_memory(void)
@@ -263,13 +293,12 @@ void dnnjit__jit_cache_clear_memory(void)
     mem.buckets = NULL;
     mem.bucket_count = mem.count = mem.bytes = 0;
     pthread_mutex_unlock(&mem.lock);
-    /* The destructors run outside the lock: they may call into the driver, which may take
-     * its own locks. */
+    /* The releases run outside the lock: a destructor may call into the driver, which may
+     * take its own locks. Objects that built kernels still use survive the entry. */
     for (size_t i = 0; i < n; i++) {
         for (entry_t *e = buckets[i], *next; e; e = next) {
             next = e->next;
-            if (e->object && e->destroy)
-                e->destroy(e->object);
+            dnnjit__jit_ref_release(e->object);
             free(e->cubin);
             free(e);
         }

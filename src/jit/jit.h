@@ -291,15 +291,25 @@ dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, cons
  * one exists. OUT_OF_MEMORY when it could not be added. */
 dnnjit_status_t dnnjit__jit_cache_insert(dnnjit__jit_key_t key, const void *cubin, size_t size);
 
-/* Each memory entry can carry one object built from its CUBIN (a loaded module or
- * function). The cache calls `destroy(object)` when the entry goes away. */
+/* Each memory entry can carry one object built from its CUBIN (a loaded module). The object
+ * is reference counted: the entry holds one reference and every user (a built kernel of a
+ * graph) holds one, so that dropping the entry (dnnjit__jit_cache_clear_memory) leaves
+ * the object alive until its last user releases it; `destroy(object)` runs then. */
 typedef void (*dnnjit__jit_object_destroy_t)(void *object);
-/* Attaches `object` to the entry of `key`, unless one is attached already (then *existing
- * gets that one and the caller keeps ownership of its own). NOT_FOUND without an entry. */
+typedef struct dnnjit__jit_ref dnnjit__jit_ref_t;
+/* Attaches `object` to the entry of `key` unless one is attached already, and gives the
+ * caller a reference to the attached one in *ref: its own object, or (when another was
+ * attached first) that one, in which case the caller keeps ownership of its own object.
+ * NOT_FOUND without an entry, OUT_OF_MEMORY when no reference could be made; the caller
+ * keeps its object then too. */
 dnnjit_status_t dnnjit__jit_cache_attach(dnnjit__jit_key_t key, void *object, dnnjit__jit_object_destroy_t destroy,
-                                         void **existing);
-/* The object attached to `key`'s entry, or NULL. */
-void *dnnjit__jit_cache_object(dnnjit__jit_key_t key);
+                                         dnnjit__jit_ref_t **ref);
+/* A new reference to the object attached to `key`'s entry, or NULL when there is none. */
+dnnjit__jit_ref_t *dnnjit__jit_cache_acquire(dnnjit__jit_key_t key);
+/* The object a reference holds. */
+void *dnnjit__jit_ref_object(const dnnjit__jit_ref_t *ref);
+/* Drops a reference (NULL is ignored); the last one destroys the object. */
+void dnnjit__jit_ref_release(dnnjit__jit_ref_t *ref);
 
 typedef struct dnnjit__jit_cache_stats {
     uint64_t memory_hits;
@@ -344,7 +354,8 @@ bool dnnjit__write_file_atomic(const char *folder, const char *file, const void 
  * (src/runtime/autotune.c), one "<32 hex key>.plan" file each. */
 #define DNNJIT__AUTOTUNE_FOLDER "autotune"
 
-/* Drops every memory entry (destroying attached objects). */
+/* Drops every memory entry. Attached objects lose the entry's reference and are destroyed
+ * once no built kernel holds them either. */
 void dnnjit__jit_cache_clear_memory(void);
 /* Deletes the disk cache's CUBIN files, the autotune choices and leftover temporary files
  * (nothing else), and the folders they leave empty; *removed (may be NULL) counts the

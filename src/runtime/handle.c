@@ -3,9 +3,31 @@
  * when something needs it. */
 #include "runtime/runtime.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void *load_nvrtc(void *unused)
+{
+    (void)unused;
+    dnnjit__nvrtc_load(); /* its outcome is kept for the callers that need NVRTC */
+    return NULL;
+}
+
+/* Every build needs NVRTC, if only for its version in the kernel-cache key, and loading it
+ * takes milliseconds (a library of a hundred megabytes with hundreds of static
+ * constructors): most of a build from the disk cache. Loaded on a thread of its own while
+ * the driver makes the device's context, it is ready when the first build asks, which then
+ * waits only for what is left of the load. Once per process. */
+static void start_loading_nvrtc(void)
+{
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, load_nvrtc, NULL) == 0)
+        pthread_detach(thread);
+}
+
+static pthread_once_t nvrtc_started = PTHREAD_ONCE_INIT;
 
 dnnjit_status_t dnnjit_handle_create(dnnjit_handle_t *out)
 {
@@ -18,6 +40,8 @@ dnnjit_status_t dnnjit_handle_create(dnnjit_handle_t *out)
     char saved[DNNJIT__MSG_LEN];
     snprintf(saved, sizeof saved, "%s", dnnjit_last_error());
     dnnjit_status_t s = dnnjit__driver_load();
+    if (!s)
+        pthread_once(&nvrtc_started, start_loading_nvrtc);
     if (!s)
         s = dnnjit__driver_use_device(0);
     if (!s)
