@@ -14,7 +14,8 @@
 //
 // The generator places before this file:
 //   dj_tin                    storage type of A and B (dj_half or dj_bf16)
-//   DJ_BM DJ_BN DJ_BK DJ_STAGES DJ_GROUP DJ_RASTER_N   the knobs
+//   DJ_BM DJ_BN DJ_BK DJ_STAGES DJ_GROUP DJ_RASTER_N DJ_STAGED_EPILOGUE   the knobs
+//   DJ_EPI_COLS DJ_EPI_STRIDE the staged epilogue's chunk width and row pitch, in floats
 //   DJ_M DJ_N DJ_K DJ_BATCH   the problem
 //   DJ_ACC                    accumulators per consumer thread: 64 x DJ_BN / 128
 //   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
@@ -31,6 +32,12 @@
 //   MN-major operand (R rows): R / 64 chunks, each DJ_BK K rows of 64 M-or-N elements
 //       (8192 bytes), one TMA box each.
 // Either way a consumer's 64 rows of A start 8192 bytes into the A stage.
+//
+// The epilogue, direct: each thread calls dj_epilogue on the column pairs its accumulator
+// fragments hold, so a warp's store covers 16 bytes of each of eight rows. Staged: each warp
+// copies DJ_EPI_COLS columns of its 16 rows into its own shared-memory rows, then reads them
+// back a row per half-warp, so that a store covers DJ_EPI_COLS consecutive elements of a row
+// (and so do the epilogue's reads of bias or residual), chunk after chunk.
 
 constexpr int DJ_THREADS = 384;
 constexpr int DJ_CONSUMER_WARPS = 8;
@@ -46,6 +53,7 @@ constexpr unsigned DJ_CHUNK = 64 * DJ_BK * 2; // one MN-major chunk, or 64 K-maj
 static_assert(DJ_BK * 2 == 128, "a K tile's row is one 128-byte swizzle span");
 static_assert(DJ_BM == 128, "two consumer warpgroups of 64 rows each");
 static_assert(DJ_BN % 64 == 0 && DJ_BN <= 256 && DJ_ACC == DJ_BN / 2, "wgmma's N and TMA's box");
+static_assert(DJ_EPI_COLS == 32 && DJ_BN % DJ_EPI_COLS == 0, "a half-warp's 16 pairs span one staged chunk");
 
 // A CUtensorMap: 128 opaque bytes, 64-byte aligned.
 struct __align__(64) DjTensorMap {
@@ -203,6 +211,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
     const unsigned base = (dj_smem_u32(dj_smem) + 1023u) & ~1023u;
     const unsigned a_stages = base, b_stages = base + DJ_STAGES * DJ_A_STAGE;
     const unsigned bars = b_stages + DJ_STAGES * DJ_B_STAGE;
+    // The staged epilogue's rows, after the barriers: DJ_CONSUMER_WARPS blocks of 16 rows.
+    float *const epi_rows = (float *)(dj_smem + (bars + 16u * DJ_STAGES - dj_smem_u32(dj_smem)));
     auto full = [&](int s) { return bars + 8u * (unsigned)s; };
     auto empty = [&](int s) { return bars + 8u * (unsigned)(DJ_STAGES + s); };
 
@@ -287,15 +297,43 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
 
         // The accumulator of m64nNk16: thread (warp, lane) holds rows warp*16 + lane/4 (+8)
         // and, for each 8-column slice j, columns 8j + 2*(lane%4) and the next one.
-        const int row0 = tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4;
-        const int col0 = tn * DJ_BN + 2 * (lane % 4);
+        if constexpr (DJ_STAGED_EPILOGUE) {
+            float *const rows = epi_rows + (consumer * 4 + warp) * 16 * DJ_EPI_STRIDE;
+            const int row0 = tm * DJ_BM + consumer * 64 + warp * 16;
 #pragma unroll
-        for (int j = 0; j < DJ_BN / 8; j++)
+            for (int chunk = 0; chunk < DJ_BN / DJ_EPI_COLS; chunk++) {
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int row = row0 + h * 8, col = col0 + j * 8;
-                if (row < DJ_M && col < DJ_N)
-                    dj_epilogue(batch, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], col + 1 < DJ_N, args);
+                for (int jj = 0; jj < DJ_EPI_COLS / 8; jj++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int j = chunk * (DJ_EPI_COLS / 8) + jj;
+                        *(float2 *)&rows[(lane / 4 + 8 * h) * DJ_EPI_STRIDE + jj * 8 + 2 * (lane % 4)] =
+                            make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                    }
+                __syncwarp();
+                // Lanes 0-15 take the even rows, 16-31 the odd ones, a column pair each.
+                const int col = tn * DJ_BN + chunk * DJ_EPI_COLS + 2 * (lane % 16);
+#pragma unroll 1
+                for (int r = lane / 16; r < 16; r += 2) {
+                    const float2 v = *(const float2 *)&rows[r * DJ_EPI_STRIDE + 2 * (lane % 16)];
+                    if (row0 + r < DJ_M && col < DJ_N)
+                        dj_epilogue(batch, row0 + r, col, v.x, v.y, col + 1 < DJ_N, args);
+                }
+                // The rows are rewritten by the next chunk.
+                __syncwarp();
             }
+        } else {
+            const int row0 = tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4;
+            const int col0 = tn * DJ_BN + 2 * (lane % 4);
+#pragma unroll
+            for (int j = 0; j < DJ_BN / 8; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = row0 + h * 8, col = col0 + j * 8;
+                    if (row < DJ_M && col < DJ_N)
+                        dj_epilogue(batch, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], col + 1 < DJ_N,
+                                    args);
+                }
+        }
     }
 }
