@@ -1,10 +1,11 @@
 /* GPU: the sm_90a GEMM engine (TMA + wgmma), its plans among those heuristics A and B list,
  * against the float64 reference on fresh random data with poisoned outputs: fp16 and bf16;
  * odd M, N and K where TMA's 16-byte strides allow them; A and B K-major and M/N-major;
- * broadcast and 4-D batches; fused epilogues (bias + relu, row bias + residual + tanh, scale
- * and cast); every knob at 256^3 and at 4096^3 (there on sampled rows, computed here in
- * float64, with every element checked written); the refusal of a buffer TMA cannot
- * address, and autotune passing over the plans that refuse it. Skipped (77) without a GPU, and without an sm_90a device. */
+ * broadcast and 4-D batches; the direct, staged and clustered variants; fused epilogues
+ * (bias + relu, row bias + residual + tanh, scale and cast); every knob at 256^3 and at
+ * 4096^3 (there on sampled rows, computed here in float64, with every element checked
+ * written); the refusal of a buffer TMA cannot address, and autotune passing over the plans
+ * that refuse it. Skipped (77) without a GPU, and without an sm_90a device. */
 #include "gpu_buffers.h"
 
 #include "gpu.h"
@@ -97,6 +98,10 @@ static void cases_against_reference(void **state)
     static const gemm_case_t cases[] = {
         {"every knob 256^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 256, ROW, ROW, BIAS_RELU, true},
         {"every knob 264x200x136 half A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 264, 200, 136, COL, COL, PLAIN, true},
+        /* Clusters: the second's second tile lies past M, and with 256-wide tiles B's
+         * second K-major half lies past N. */
+        {"every knob 300x72x200 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 200, ROW, COL,
+         ROW_BIAS_RESIDUAL, true},
         {"1x8x8 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1, 8, 8, ROW, ROW, PLAIN, false},
         {"7x1000x8 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 7, 1000, 8, ROW, ROW, BIAS_RELU, false},
         {"1000x77x4096 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1000, 77, 4096, ROW, COL, PLAIN, false},

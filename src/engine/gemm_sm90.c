@@ -6,9 +6,10 @@
  * nothing; sizes and the batch layout are compiled in, the buffers' addresses reach the
  * kernel in tensor maps that execute encodes (dnnjit__kernel_t.tma). TMA needs a contiguous
  * inner axis and 16-byte strides; the sm_80 engine takes the other layouts. Knobs: CTA tile,
- * pipeline stages, the axis along which the tile order is grouped, and how the epilogue
- * reaches memory (straight from the accumulator registers, or staged through shared memory
- * so that each warp's stores cover whole rows). */
+ * pipeline stages, the axis along which the tile order is grouped, and a variant: the
+ * epilogue straight from the accumulator registers, or staged through shared memory so that
+ * each warp's stores cover whole row pieces, or staged in clusters of two CTAs (tiles
+ * stacked along M) that share B's tile through TMA multicast. */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -24,9 +25,13 @@ static const int STAGES[] = {3, 4, 5};
 enum {
     TILE_COUNT = sizeof TILE_N / sizeof TILE_N[0],
     STAGE_COUNT = sizeof STAGES / sizeof STAGES[0],
-    /* The knobs with the direct epilogue; as many again stage it (appended, so that the
-     * knob numbers of serialized plans keep their meaning). */
+    /* The knobs of one variant; the variants follow each other (the staged ones after the
+     * direct, so that the knob numbers of serialized plans keep their meaning). */
     DIRECT_KNOBS = TILE_COUNT * STAGE_COUNT * 2,
+    VARIANT_DIRECT = 0,
+    VARIANT_STAGED = 1,
+    VARIANT_CLUSTER = 2,
+    VARIANT_COUNT = 3,
     TILE_M = 128,
     TILE_K = 64, /* one 128-byte swizzle row of 16-bit elements */
     /* The streaming multiprocessors of an H100/H200, one resident CTA each. */
@@ -51,13 +56,14 @@ typedef struct knob {
     int bn, stages;
     bool raster_n; /* group the tile order along N instead of M */
     bool staged;   /* the epilogue goes through shared memory */
+    int cluster;   /* CTAs per cluster, sharing B's tile (1 or 2) */
 } knob_t;
 
 static knob_t decode(int knob)
 {
-    int direct = knob % DIRECT_KNOBS;
+    int direct = knob % DIRECT_KNOBS, variant = knob / DIRECT_KNOBS;
     return (knob_t){TILE_N[direct / 2 / STAGE_COUNT], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
-                    knob >= DIRECT_KNOBS};
+                    variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1};
 }
 
 /* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N) and its tensor map:
@@ -188,9 +194,17 @@ static int64_t smem_bytes(const knob_t *kn)
            (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
 }
 
+/* Tiles per batch entry, a cluster's tile past M included. */
 static int64_t tiles_of(const problem_t *p, const knob_t *kn)
 {
-    return ((p->m + TILE_M - 1) / TILE_M) * ((p->n + kn->bn - 1) / kn->bn);
+    int64_t items_m = ((p->m + TILE_M - 1) / TILE_M + kn->cluster - 1) / kn->cluster;
+    return items_m * kn->cluster * ((p->n + kn->bn - 1) / kn->bn);
+}
+
+/* The rows of B's box: in a cluster each CTA loads half of a K-major B tile. */
+static int b_box_rows(const knob_t *kn)
+{
+    return kn->bn / kn->cluster;
 }
 
 /* The tensor map of one operand over argument slot `slot`. */
@@ -220,7 +234,7 @@ static bool maps_valid(const problem_t *p, const knob_t *kn, int tensor_count, c
 {
     const operand_t *ops[2] = {&p->a, &p->b};
     for (int i = 0; i < 2; i++) {
-        dnnjit__tma_operand_t t = tma_of(ops[i], p->k, p->bf16, i ? kn->bn : TILE_M, 0);
+        dnnjit__tma_operand_t t = tma_of(ops[i], p->k, p->bf16, i ? b_box_rows(kn) : TILE_M, 0);
         char rule[120];
         if (!dnnjit__tma_operand_valid(&t, tensor_count, rule, sizeof rule)) {
             snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
@@ -254,8 +268,8 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
 static void sm90_knob_name(int knob, char *buf, size_t size)
 {
     knob_t kn = decode(knob);
-    snprintf(buf, size, "%dx%dx%d_s%d%s%s", TILE_M, kn.bn, TILE_K, kn.stages, kn.raster_n ? "_rn" : "",
-             kn.staged ? "_staged" : "");
+    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s", TILE_M, kn.bn, TILE_K, kn.stages, kn.raster_n ? "_rn" : "",
+             kn.staged ? "_staged" : "", kn.cluster == 2 ? "_mc2" : "");
 }
 
 /* The share of the persistent grid's tile slots (one per SM per round) that hold a tile. */
@@ -274,13 +288,14 @@ static double stage_rank(int stages)
     return stages == 4 ? 0.0 : stages == 5 ? 0.1 : 0.2;
 }
 
-/* How far the direct epilogue ranks behind the staged one, whose code needs no call per
+/* A tie-breaker below the stage counts': clusters sharing B first (each CTA reads 16 KiB
+ * of A and 16 of B from L2 per 128x256 K tile instead of 16 and 32, where the 132 SMs'
+ * demand nears L2's bandwidth), then the staged epilogue, whose code needs no call per
  * column pair and no stack copy of the arguments (ptxas: a 224-byte stack frame direct, none
- * staged) and whose stores cover 64-byte row pieces instead of 16-byte ones: a tie-breaker
- * below the stage counts'. */
-static double epilogue_rank(const knob_t *kn)
+ * staged) and whose stores cover 64-byte row pieces instead of 16-byte ones. */
+static double variant_rank(const knob_t *kn)
 {
-    return kn->staged ? 0.0 : 0.02;
+    return kn->cluster == 2 ? 0.0 : kn->staged ? 0.01 : 0.02;
 }
 
 /* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
@@ -300,13 +315,13 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / rate;
     double bytes = 2.0 * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) + 4.0 * (double)p.batch * p.m * p.n;
     return 5.0 + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) +
-           epilogue_rank(&kn);
+           variant_rank(&kn);
 }
 
 /* Mode A's rule within the engine: the tile whose rounds over the SMs waste the least and
  * that pads the matrix least, the wider tile on a tie (fewer operand reloads), then the
- * stage count that measured fastest, then the tile order grouped along M, then the staged
- * epilogue. */
+ * stage count that measured fastest, then the tile order grouped along M, then the
+ * variant. */
 static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -316,7 +331,7 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
         return 1e30;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
     return (1.0 - wave_efficiency(p.batch * tiles_of(&p, &kn))) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 1) +
-           stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) + epilogue_rank(&kn);
+           stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
 }
 
 /* Mode A: a problem of fewer 128x128 tiles than half the SMs (seed 000's 4x64x64x128, say)
@@ -329,7 +344,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     (void)knob;
     if (!describe(g, grp, &p, why, sizeof why))
         return true;
-    knob_t narrow = {128, 4, false, false};
+    knob_t narrow = {128, 4, false, false, 1};
     return p.batch * tiles_of(&p, &narrow) < SM_COUNT / 2;
 }
 
@@ -386,7 +401,9 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       kn.bn, TILE_K, kn.stages, GROUP);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_RASTER_N = %s, DJ_STAGED_EPILOGUE = %s;\n",
                       kn.raster_n ? "true" : "false", kn.staged ? "true" : "false");
-    dnnjit__sb_printf(&sb, "constexpr int DJ_EPI_COLS = %d, DJ_EPI_STRIDE = %d;\n", EPI_COLS, EPI_STRIDE);
+    dnnjit__sb_printf(&sb, "constexpr int DJ_EPI_COLS = %d, DJ_EPI_STRIDE = %d, DJ_CLUSTER = %d;\n", EPI_COLS,
+                      EPI_STRIDE, kn.cluster);
+    dnnjit__sb_printf(&sb, "#define DJ_CLUSTER_DIMS %s\n", kn.cluster == 2 ? "__cluster_dims__(2, 1, 1)" : "");
     dnnjit__sb_printf(&sb, "constexpr dj_i64 DJ_M = %lldLL, DJ_N = %lldLL, DJ_K = %lldLL, DJ_BATCH = %lldLL;\n",
                       (long long)p.m, (long long)p.n, (long long)p.k, (long long)p.batch);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_A_KMAJOR = %s, DJ_B_KMAJOR = %s;\n", p.a.kmajor ? "true" : "false",
@@ -407,6 +424,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     if (!k->source)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "gemm_sm90 engine: out of memory generating source");
     snprintf(k->entry, sizeof k->entry, "dj_gemm_sm90");
+    /* Whole clusters: SM_COUNT is even. */
     int64_t work = p.batch * tiles_of(&p, &kn);
     k->grid[0] = (unsigned)(work < SM_COUNT ? work : SM_COUNT);
     k->grid[1] = k->grid[2] = 1;
@@ -415,13 +433,13 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->shared_bytes = (unsigned)smem_bytes(&kn);
     k->tma_count = 2;
     k->tma[0] = tma_of(&p.a, p.k, p.bf16, TILE_M, slot_a);
-    k->tma[1] = tma_of(&p.b, p.k, p.bf16, kn.bn, slot_b);
+    k->tma[1] = tma_of(&p.b, p.k, p.bf16, b_box_rows(&kn), slot_b);
     return DNNJIT_STATUS_SUCCESS;
 }
 
 const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
     .name = "gemm_sm90",
-    .knob_count = DIRECT_KNOBS * 2,
+    .knob_count = DIRECT_KNOBS * VARIANT_COUNT,
     .supports = sm90_supports,
     .knob_name = sm90_knob_name,
     .cost = sm90_cost,
