@@ -335,11 +335,14 @@ static void bench_gemm_mode_a(dnnjit_handle_t h, const gemm_case_t *c)
     dnnjit_graph_destroy(g);
 }
 
-/* The issue-5 sweep (see the head of this file), one case after another. */
+/* The issue-5 sweep (see the head of this file), one case after another: 6 cubes, 12
+ * linear shapes and 2 odd ones. */
+enum { SWEEP_CASES = 6 + 12 + 2 };
+
 static void gemm_sweep(dnnjit_handle_t h)
 {
-    char names[64][64];
-    gemm_case_t cases[64];
+    char names[SWEEP_CASES][64];
+    gemm_case_t cases[SWEEP_CASES];
     int count = 0;
     static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_HALF};
     for (int t = 0; t < 2; t++)
