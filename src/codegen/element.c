@@ -132,8 +132,8 @@ static void emit_at_coords(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit_
     dnnjit__sb_append(sb, "}\n\n");
     dnnjit__sb_printf(sb,
                       "#ifndef DJ_EPILOGUE_INLINING\n#define DJ_EPILOGUE_INLINING __noinline__\n#endif\n"
-                      "__device__ DJ_EPILOGUE_INLINING void dj_epilogue(dj_i64 batch, dj_i64 row, dj_i64 col, float acc0, "
-                      "float acc1, bool pair, const DjArgs &args)\n{\n    float o0[%lld], o1[%lld];\n"
+                      "__device__ DJ_EPILOGUE_INLINING void dj_epilogue(dj_i64 batch, dj_i64 row, dj_i64 col, "
+                      "float acc0, float acc1, bool pair, const DjArgs &args)\n{\n    float o0[%lld], o1[%lld];\n"
                       "    dj_epilogue_values(batch, row, col, acc0, o0, args);\n"
                       "    if (pair)\n        dj_epilogue_values(batch, row, col + 1, acc1, o1, args);\n",
                       (long long)outs, (long long)outs);
