@@ -16,7 +16,12 @@
  *                            wgmma engine, sm80_*: the mma.sync one); with --all-plans also
  *                            seed 000's batched half matmul, and one line per listed
  *                            tensor-core plan (device time, TFLOP/s, build time: the NVRTC
- *                            compile when DNNJIT_CACHE=0) then the picks of modes A and B
+ *                            compile when DNNJIT_CACHE=0) then the picks of modes A and B;
+ *                            then the issue-5 sweep, mode A's plan only (`gemm_sweep/...`):
+ *                            bf16 and fp16 at 2048^3, 4096^3 and 8192^3, the LLM shapes
+ *                            M in {1, 16, 128, 4096} x (N, K) in {(4096, 4096),
+ *                            (14336, 4096), (4096, 14336)} with B an nn.Linear weight
+ *                            [N, K] seen as [K, N], 4097x4095x4099 and 1000x77x1000
  *   dnnjit-bench rows [--all-plans]
  *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
  *                            backwards) on the issue-6 shapes: device time of the plan mode A
@@ -132,12 +137,14 @@ static double device_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack,
 }
 
 /* One GEMM case of the benchmark: C = act(A @ B + bias) with 16-bit `io` and float compute,
- * A [batch, m, k] and B [batch, k, n] row-major; bias [1, 1, n] and relu when `epilogue`. */
+ * A [batch, m, k] row-major and B [batch, k, n] row-major (or, `b_weight`, the transpose
+ * of a row-major [batch, n, k], as nn.Linear holds its weight); bias [1, 1, n] and relu
+ * when `epilogue`. */
 typedef struct gemm_case {
     const char *name;
     dnnjit_data_type_t io;
     int64_t batch, m, n, k;
-    bool epilogue;
+    bool epilogue, b_weight;
 } gemm_case_t;
 
 static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, const gemm_case_t *c, dnnjit_tensor_t io[4])
@@ -149,7 +156,10 @@ static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, const gemm_case_t *c, dnnjit
                                                          .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
                               &g));
     CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "A", .ndim = 3, .dim = (int64_t[]){batch, m, k}}, &io[0]));
-    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "B", .ndim = 3, .dim = (int64_t[]){batch, k, n}}, &io[1]));
+    const int64_t *b_stride = c->b_weight ? (int64_t[]){n * k, 1, k} : NULL;
+    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "B", .ndim = 3, .dim = (int64_t[]){batch, k, n},
+                                                         .stride = b_stride},
+                              &io[1]));
     CHECK(dnnjit_graph_matmul(g, io[0], io[1], NULL, &io[3]));
     io[2] = DNNJIT_TENSOR_NONE;
     if (epilogue) {
@@ -192,20 +202,13 @@ static char *gemm_pick(dnnjit_graph_t g, dnnjit_heur_mode_t mode)
     return name;
 }
 
-/* Times a GEMM graph: mode A's first plan (what dnnjit_graph_build picks) and the best of
- * every plan modes A and B list, each at its median device time. With all_plans, one line
- * per tensor-core plan (with its build time) and the picks of modes A and B as well. */
-static void bench_gemm(dnnjit_handle_t h, const gemm_case_t *c, bool all_plans)
+/* Device buffers for the graph's tensors io (A, B, bias or NONE, C) filled with values
+ * that keep the tensor cores busy; their pack entries in pack, their count returned. */
+static size_t gemm_buffers(dnnjit_graph_t g, const gemm_case_t *c, const dnnjit_tensor_t io[4],
+                           dnnjit__cu_deviceptr_t buf[4], dnnjit_variant_t pack[4])
 {
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
-    dnnjit_tensor_t io[4];
-    dnnjit_graph_t g = gemm_graph(h, c, io);
-    char *pick_a = gemm_pick(g, DNNJIT_HEUR_MODE_A), *pick_b = gemm_pick(g, DNNJIT_HEUR_MODE_B);
-    dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
-    CHECK(dnnjit_graph_create_execution_plans(g, modes, 2));
     int64_t sizes[4] = {c->batch * c->m * c->k, c->batch * c->k * c->n, c->n, c->batch * c->m * c->n};
-    dnnjit__cu_deviceptr_t buf[4];
-    dnnjit_variant_t pack[4];
     size_t count = 0;
     for (int i = 0; i < 4; i++) {
         if (!io[i])
@@ -226,6 +229,23 @@ static void bench_gemm(dnnjit_handle_t h, const gemm_case_t *c, bool all_plans)
         pack[count] = (dnnjit_variant_t){uid, (void *)(uintptr_t)buf[count]};
         count++;
     }
+    return count;
+}
+
+/* Times a GEMM graph: mode A's first plan (what dnnjit_graph_build picks) and the best of
+ * every plan modes A and B list, each at its median device time. With all_plans, one line
+ * per tensor-core plan (with its build time) and the picks of modes A and B as well. */
+static void bench_gemm(dnnjit_handle_t h, const gemm_case_t *c, bool all_plans)
+{
+    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
+    dnnjit_tensor_t io[4];
+    dnnjit_graph_t g = gemm_graph(h, c, io);
+    char *pick_a = gemm_pick(g, DNNJIT_HEUR_MODE_A), *pick_b = gemm_pick(g, DNNJIT_HEUR_MODE_B);
+    dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
+    CHECK(dnnjit_graph_create_execution_plans(g, modes, 2));
+    dnnjit__cu_deviceptr_t buf[4];
+    dnnjit_variant_t pack[4];
+    size_t count = gemm_buffers(g, c, io, buf, pack);
     int64_t plans = 0, best = -1;
     CHECK(dnnjit_graph_get_plan_count(g, &plans));
     double best_us = 0, first_us = 0, a_us = -1, b_us = -1;
@@ -293,6 +313,69 @@ static void bench_gemm(dnnjit_handle_t h, const gemm_case_t *c, bool all_plans)
     for (size_t i = 0; i < count; i++)
         cu->cuMemFree(buf[i]);
     dnnjit_graph_destroy(g);
+}
+
+/* Times the plan mode A picks for a sweep case, and prints it with the shape so that the
+ * peers can be run on the same one. */
+static void bench_gemm_mode_a(dnnjit_handle_t h, const gemm_case_t *c)
+{
+    dnnjit_tensor_t io[4];
+    dnnjit_graph_t g = gemm_graph(h, c, io);
+    CHECK(dnnjit_graph_build(g, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
+    dnnjit__cu_deviceptr_t buf[4];
+    dnnjit_variant_t pack[4];
+    size_t count = gemm_buffers(g, c, io, buf, pack);
+    double us = gemm_time_built(g, pack, count);
+    char *plan = NULL;
+    CHECK(dnnjit_graph_get_plan_name(g, 0, &plan));
+    printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"io\": \"%s\", \"m\": %lld, "
+           "\"n\": %lld, \"k\": %lld, \"b_weight\": %s}\n",
+           c->name, us, 2.0 * (double)c->m * (double)c->n * (double)c->k / us / 1e6, plan,
+           c->io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16", (long long)c->m, (long long)c->n, (long long)c->k,
+           c->b_weight ? "true" : "false");
+    fflush(stdout);
+    dnnjit_free(plan);
+    for (size_t i = 0; i < count; i++)
+        dnnjit__cuda()->cuMemFree(buf[i]);
+    dnnjit_graph_destroy(g);
+}
+
+/* The issue-5 sweep (see the head of this file), one case after another: 6 cubes, 12
+ * linear shapes and 2 odd ones. */
+enum { SWEEP_CASES = 6 + 12 + 2 };
+
+static void gemm_sweep(dnnjit_handle_t h)
+{
+    char names[SWEEP_CASES][64];
+    gemm_case_t cases[SWEEP_CASES];
+    int count = 0;
+    static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_HALF};
+    for (int t = 0; t < 2; t++)
+        for (int64_t size = 2048; size <= 8192; size *= 2) {
+            snprintf(names[count], sizeof names[count], "gemm_sweep/%s/%lldx%lldx%lld", t ? "fp16" : "bf16",
+                     (long long)size, (long long)size, (long long)size);
+            cases[count] = (gemm_case_t){names[count], types[t], 1, size, size, size, false, false};
+            count++;
+        }
+    static const int64_t llm_m[] = {1, 16, 128, 4096}, llm_nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
+    for (int nk = 0; nk < 3; nk++)
+        for (int m = 0; m < 4; m++) {
+            snprintf(names[count], sizeof names[count], "gemm_sweep/bf16/linear_%lldx%lldx%lld", (long long)llm_m[m],
+                     (long long)llm_nk[nk][0], (long long)llm_nk[nk][1]);
+            cases[count] = (gemm_case_t){names[count], DNNJIT_DATA_TYPE_BFLOAT16, 1, llm_m[m], llm_nk[nk][0],
+                                         llm_nk[nk][1], false, true};
+            count++;
+        }
+    static const int64_t odd[][3] = {{4097, 4095, 4099}, {1000, 77, 1000}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(names[count], sizeof names[count], "gemm_sweep/bf16/%lldx%lldx%lld", (long long)odd[i][0],
+                 (long long)odd[i][1], (long long)odd[i][2]);
+        cases[count] = (gemm_case_t){names[count], DNNJIT_DATA_TYPE_BFLOAT16, 1, odd[i][0], odd[i][1], odd[i][2],
+                                     false, false};
+        count++;
+    }
+    for (int i = 0; i < count; i++)
+        bench_gemm_mode_a(h, &cases[i]);
 }
 
 /* Device µs per execute when `CAPTURED` back-to-back executes are captured once into a CUDA
@@ -613,13 +696,14 @@ int main(int argc, char **argv)
     }
     if (gemm_only) {
         static const gemm_case_t cases[] = {
-            {"gemm_4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 4096, 4096, 4096, false},
-            {"bmm_bias_relu_8x4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 8, 4096, 4096, 4096, true},
-            {"seed000_bmm_half", DNNJIT_DATA_TYPE_HALF, 4, 64, 64, 128, false},
+            {"gemm_4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 4096, 4096, 4096, false, false},
+            {"bmm_bias_relu_8x4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 8, 4096, 4096, 4096, true, false},
+            {"seed000_bmm_half", DNNJIT_DATA_TYPE_HALF, 4, 64, 64, 128, false, false},
         };
         bool all_plans = argc > 2 && strcmp(argv[2], "--all-plans") == 0;
         for (size_t i = 0; i < (all_plans ? 3u : 2u); i++)
             bench_gemm(h, &cases[i], all_plans);
+        gemm_sweep(h);
         dnnjit_handle_destroy(h);
         return 0;
     }

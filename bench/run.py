@@ -177,6 +177,8 @@ def main():
     for case in ("sigmoid_fma_64M_half", "seed000_bmm_half", "seed004_matmul_bias_half", "gemm_4096_bf16",
                  "bmm_bias_relu_8x4096_bf16"):
         cases[case].update(peers[case])
+    for case, times in sweep_peers(cases).items():
+        cases[case].update(times)
     if not args.no_rows:
         for case, times in rows_peers().items():
             cases[case].update(times)
@@ -222,8 +224,58 @@ def table(result):
              f"torch {result['torch']}.", "", "| case | dnnjit | torch (ratio = torch time / dnnjit time) |",
              "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
+    if any(case.startswith("gemm_sweep/") for case in c):
+        lines += ["", sweep_table(c)]
     if any(case.startswith("rows/") for case in c):
         lines += ["", rows_table(c)]
+    return "\n".join(lines)
+
+
+# ---- the GEMM sweep (issue 5): mode A's plan against cuBLAS on each shape -------------------
+
+
+def sweep_peers(cases):
+    """cuBLAS through torch on each `gemm_sweep/...` case dnnjit-bench printed, on its
+    shape: torch.matmul(A, B), or F.linear(A, W) where dnnjit's B is the weight W [N, K]
+    seen as [K, N]."""
+    import torch
+    import torch.nn.functional as F
+
+    peers = {}
+    for name, case in cases.items():
+        if not name.startswith("gemm_sweep/"):
+            continue
+        dt = torch.bfloat16 if case["io"] == "bf16" else torch.half
+        m, n, k = case["m"], case["n"], case["k"]
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        if case["b_weight"]:
+            w = torch.randn(n, k, device="cuda", dtype=dt)
+            us = time_us(lambda: F.linear(a, w), calls=20, repeats=9)
+        else:
+            b = torch.randn(k, n, device="cuda", dtype=dt)
+            us = time_us(lambda: torch.matmul(a, b), calls=20, repeats=9)
+        peers[name] = {"cublas_us": us}
+        del a
+        torch.cuda.empty_cache()
+    return peers
+
+
+def sweep_table(c):
+    """The sweep's table: mode A's plan and its time against cuBLAS's (ratio = cuBLAS time /
+    dnnjit time, above 1 when dnnjit is faster)."""
+    lines = ["GEMM sweep, mode A's plan (linear_MxNxK: B is an nn.Linear weight [N, K]; ratio = cuBLAS time / "
+             "dnnjit time):", "", "| case | dnnjit | plan | cuBLAS (torch) | ratio |", "| --- | --- | --- | --- | --- |"]
+    for name, case in c.items():
+        if not name.startswith("gemm_sweep/"):
+            continue
+        flop = 2.0 * case["m"] * case["n"] * case["k"]
+        ours = f"{case['us']:.1f} µs ({case['tflops']:.0f} TFLOP/s)"
+        if "cublas_us" in case:
+            theirs = f"{case['cublas_us']:.1f} µs ({flop / case['cublas_us'] / 1e6:.0f} TFLOP/s)"
+            ratio = f"{case['cublas_us'] / case['us']:.2f}×"
+        else:
+            theirs = ratio = ""
+        lines.append(f"| {name[len('gemm_sweep/'):]} | {ours} | {case['plan']} | {theirs} | {ratio} |")
     return "\n".join(lines)
 
 

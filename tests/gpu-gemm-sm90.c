@@ -1,10 +1,11 @@
 /* GPU: the sm_90a GEMM engine (TMA + wgmma), its plans among those heuristics A and B list,
  * against the float64 reference on fresh random data with poisoned outputs: fp16 and bf16;
  * odd M, N and K where TMA's 16-byte strides allow them; A and B K-major and M/N-major;
- * broadcast and 4-D batches; fused epilogues (bias + relu, row bias + residual + tanh, scale
- * and cast); every knob at 256^3 and at 4096^3 (there on sampled rows, computed here in
- * float64, with every element checked written); and the refusal of a buffer TMA cannot
- * address. Skipped (77) without a GPU, and without an sm_90a device. */
+ * broadcast and 4-D batches; the direct, staged and clustered variants; fused epilogues
+ * (bias + relu, row bias + residual + tanh, scale and cast); every knob at 256^3 and at
+ * 4096^3 (there on sampled rows, computed here in float64, with every element checked
+ * written); the refusal of a buffer TMA cannot address, and autotune passing over the plans
+ * that refuse it. Skipped (77) without a GPU, and without an sm_90a device. */
 #include "gpu_buffers.h"
 
 #include "gpu.h"
@@ -97,6 +98,10 @@ static void cases_against_reference(void **state)
     static const gemm_case_t cases[] = {
         {"every knob 256^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 256, ROW, ROW, BIAS_RELU, true},
         {"every knob 264x200x136 half A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 264, 200, 136, COL, COL, PLAIN, true},
+        /* Clusters: the second's second tile lies past M, and with 256-wide tiles B's
+         * second K-major half lies past N. */
+        {"every knob 300x72x200 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 200, ROW, COL,
+         ROW_BIAS_RESIDUAL, true},
         {"1x8x8 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1, 8, 8, ROW, ROW, PLAIN, false},
         {"7x1000x8 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 7, 1000, 8, ROW, ROW, BIAS_RELU, false},
         {"1000x77x4096 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1000, 77, 4096, ROW, COL, PLAIN, false},
@@ -261,6 +266,62 @@ static void unaligned_buffer_refused(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* The first plan of g whose name starts with `prefix` and is (sm90) or is not a gemm_sm90
+ * plan, built; its index. */
+static int64_t build_first(dnnjit_graph_t g, const char *prefix, bool sm90)
+{
+    int64_t plans = 0;
+    TU_OK(dnnjit_graph_get_plan_count(g, &plans));
+    for (int64_t p = 0; p < plans; p++) {
+        char *name = NULL;
+        TU_OK(dnnjit_graph_get_plan_name(g, p, &name));
+        bool match = strncmp(name, prefix, strlen(prefix)) == 0 && is_sm90_plan(name) == sm90;
+        dnnjit_free(name);
+        if (match) {
+            TU_OK(dnnjit_graph_build_plan_at_index(g, p));
+            return p;
+        }
+    }
+    fail_msg("no plan named %s...", prefix);
+    return -1;
+}
+
+/* Autotune on an A two bytes into its buffer passes over the sm_90 plan, whose execute
+ * refuses the address, and chooses the sm_80 engine's, which loads it element-wise; the
+ * outputs autotune left match the reference. */
+static void autotune_passes_over_refused_plans(void **state)
+{
+    (void)state;
+    gemm_case_t c = {"unaligned A", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 520, 264, 136, ROW, ROW, BIAS_RELU, false};
+    dnnjit_graph_t g = build_case(&c);
+    static const dnnjit_heur_mode_t mode_a = DNNJIT_HEUR_MODE_A;
+    TU_OK(dnnjit_graph_create_execution_plans(g, &mode_a, 1));
+    build_first(g, "gemm_sm90_", true);
+    int64_t sm80 = build_first(g, "gemm_", false);
+    gb_set_t set;
+    gb_alloc(g, &set);
+    gb_fill(&set, -1.0, 1.0);
+    dnnjit__cu_deviceptr_t shifted = 0;
+    for (size_t i = 0; i < set.n; i++)
+        if (strcmp(set.t[i].info.name, "A") == 0) {
+            GB_CU(dnnjit__cuda()->cuMemAlloc(&shifted, set.t[i].bytes + 16));
+            GB_CU(dnnjit__cuda()->cuMemcpyHtoD(shifted + 2, set.t[i].host, set.t[i].bytes));
+            set.device_pack[i].ptr = (void *)(uintptr_t)(shifted + 2);
+        }
+    assert_true(shifted != 0);
+    TU_OK(dnnjit_graph_autotune(g, set.device_pack, set.n, gb_workspace(&set), NULL));
+    GB_CU(dnnjit__cuda()->cuStreamSynchronize(NULL));
+    int64_t chosen = -1;
+    TU_OK(dnnjit_graph_get_chosen_plan(g, &chosen));
+    assert_int_equal(chosen, sm80);
+    double err = gb_error(g, &set);
+    printf("  autotune on an unaligned A chose plan %lld, rel %.3g\n", (long long)chosen, err);
+    assert_true(err < 1e-2);
+    GB_CU(dnnjit__cuda()->cuMemFree(shifted));
+    gb_free(&set);
+    dnnjit_graph_destroy(g);
+}
+
 int main(void)
 {
     if (!tu_gpu_available())
@@ -276,6 +337,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(unaligned_buffer_refused),
+        cmocka_unit_test(autotune_passes_over_refused_plans),
         cmocka_unit_test(cases_against_reference),
         cmocka_unit_test(four_d_batch),
         cmocka_unit_test(big_sampled),

@@ -111,7 +111,8 @@ static void emit_at_index(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__
  * takes the two neighbouring columns a tensor-core thread holds and stores each output as
  * one two-element vector where its layout and alignment allow. dj_epilogue is called, not
  * inlined: a tile's dozens of inlined copies would double the kernel's compile time for no
- * measurable gain in its run time. */
+ * measurable gain in its run time. A kernel that calls it from a loop instead defines
+ * DJ_EPILOGUE_INLINING as __forceinline__ first. */
 static void emit_at_coords(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__group_t *grp,
                            const dnnjit__kernel_t *k, const dnnjit__tensor_t *shape, dnnjit_tensor_t mm)
 {
@@ -130,8 +131,9 @@ static void emit_at_coords(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit_
     }
     dnnjit__sb_append(sb, "}\n\n");
     dnnjit__sb_printf(sb,
-                      "__device__ __noinline__ void dj_epilogue(dj_i64 batch, dj_i64 row, dj_i64 col, float acc0, "
-                      "float acc1, bool pair, const DjArgs &args)\n{\n    float o0[%lld], o1[%lld];\n"
+                      "#ifndef DJ_EPILOGUE_INLINING\n#define DJ_EPILOGUE_INLINING __noinline__\n#endif\n"
+                      "__device__ DJ_EPILOGUE_INLINING void dj_epilogue(dj_i64 batch, dj_i64 row, dj_i64 col, "
+                      "float acc0, float acc1, bool pair, const DjArgs &args)\n{\n    float o0[%lld], o1[%lld];\n"
                       "    dj_epilogue_values(batch, row, col, acc0, o0, args);\n"
                       "    if (pair)\n        dj_epilogue_values(batch, row, col + 1, acc1, o1, args);\n",
                       (long long)outs, (long long)outs);

@@ -6,7 +6,10 @@
  * nothing; sizes and the batch layout are compiled in, the buffers' addresses reach the
  * kernel in tensor maps that execute encodes (dnnjit__kernel_t.tma). TMA needs a contiguous
  * inner axis and 16-byte strides; the sm_80 engine takes the other layouts. Knobs: CTA tile,
- * pipeline stages and the axis along which the tile order is grouped. */
+ * pipeline stages, the axis along which the tile order is grouped, and a variant: the
+ * epilogue straight from the accumulator registers, or staged through shared memory so that
+ * each warp's stores cover whole row pieces, or staged in clusters of two CTAs (tiles
+ * stacked along M) that share B's tile through TMA multicast. */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -22,6 +25,13 @@ static const int STAGES[] = {3, 4, 5};
 enum {
     TILE_COUNT = sizeof TILE_N / sizeof TILE_N[0],
     STAGE_COUNT = sizeof STAGES / sizeof STAGES[0],
+    /* The knobs of one variant; the variants follow each other (the staged ones after the
+     * direct, so that the knob numbers of serialized plans keep their meaning). */
+    DIRECT_KNOBS = TILE_COUNT * STAGE_COUNT * 2,
+    VARIANT_DIRECT = 0,
+    VARIANT_STAGED = 1,
+    VARIANT_CLUSTER = 2,
+    VARIANT_COUNT = 3,
     TILE_M = 128,
     TILE_K = 64, /* one 128-byte swizzle row of 16-bit elements */
     /* The streaming multiprocessors of an H100/H200, one resident CTA each. */
@@ -31,6 +41,12 @@ enum {
     THREADS = 384,
     /* Batch axes a tensor map holds besides its two matrix axes (TMA has five). */
     MAX_MAP_BATCH = DNNJIT__MAX_TMA_RANK - 2,
+    /* The staged epilogue: each of the eight consumer warps owns 16 rows of EPI_COLS floats
+     * in shared memory, rows EPI_STRIDE floats apart (8 banks of padding, so that the
+     * accumulator fragments' 8-byte stores hit no bank twice). */
+    CONSUMER_WARPS = 8,
+    EPI_COLS = 32,
+    EPI_STRIDE = EPI_COLS + 8,
 };
 
 /* Opt-in shared memory per block on sm_90. */
@@ -39,11 +55,15 @@ enum {
 typedef struct knob {
     int bn, stages;
     bool raster_n; /* group the tile order along N instead of M */
+    bool staged;   /* the epilogue goes through shared memory */
+    int cluster;   /* CTAs per cluster, sharing B's tile (1 or 2) */
 } knob_t;
 
 static knob_t decode(int knob)
 {
-    return (knob_t){TILE_N[knob / 2 / STAGE_COUNT], STAGES[knob / 2 % STAGE_COUNT], knob % 2 == 1};
+    int direct = knob % DIRECT_KNOBS, variant = knob / DIRECT_KNOBS;
+    return (knob_t){TILE_N[direct / 2 / STAGE_COUNT], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
+                    variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1};
 }
 
 /* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N) and its tensor map:
@@ -168,13 +188,23 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
 
 static int64_t smem_bytes(const knob_t *kn)
 {
-    /* The 1024-byte alignment of the swizzled stages, the stages, two barriers per stage. */
-    return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K * 2 + 16 * kn->stages;
+    /* The 1024-byte alignment of the swizzled stages, the stages, two barriers per stage,
+     * then the staged epilogue's rows. */
+    return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K * 2 + 16 * kn->stages +
+           (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
 }
 
+/* Tiles per batch entry, a cluster's tile past M included. */
 static int64_t tiles_of(const problem_t *p, const knob_t *kn)
 {
-    return ((p->m + TILE_M - 1) / TILE_M) * ((p->n + kn->bn - 1) / kn->bn);
+    int64_t items_m = ((p->m + TILE_M - 1) / TILE_M + kn->cluster - 1) / kn->cluster;
+    return items_m * kn->cluster * ((p->n + kn->bn - 1) / kn->bn);
+}
+
+/* The rows of B's box: in a cluster each CTA loads half of a K-major B tile. */
+static int b_box_rows(const knob_t *kn)
+{
+    return kn->bn / kn->cluster;
 }
 
 /* The tensor map of one operand over argument slot `slot`. */
@@ -204,7 +234,7 @@ static bool maps_valid(const problem_t *p, const knob_t *kn, int tensor_count, c
 {
     const operand_t *ops[2] = {&p->a, &p->b};
     for (int i = 0; i < 2; i++) {
-        dnnjit__tma_operand_t t = tma_of(ops[i], p->k, p->bf16, i ? kn->bn : TILE_M, 0);
+        dnnjit__tma_operand_t t = tma_of(ops[i], p->k, p->bf16, i ? b_box_rows(kn) : TILE_M, 0);
         char rule[120];
         if (!dnnjit__tma_operand_valid(&t, tensor_count, rule, sizeof rule)) {
             snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
@@ -238,7 +268,8 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
 static void sm90_knob_name(int knob, char *buf, size_t size)
 {
     knob_t kn = decode(knob);
-    snprintf(buf, size, "%dx%dx%d_s%d%s", TILE_M, kn.bn, TILE_K, kn.stages, kn.raster_n ? "_rn" : "");
+    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s", TILE_M, kn.bn, TILE_K, kn.stages, kn.raster_n ? "_rn" : "",
+             kn.staged ? "_staged" : "", kn.cluster == 2 ? "_mc2" : "");
 }
 
 /* The share of the persistent grid's tile slots (one per SM per round) that hold a tile. */
@@ -246,6 +277,25 @@ static double wave_efficiency(int64_t work)
 {
     int64_t rounds = (work + SM_COUNT - 1) / SM_COUNT;
     return (double)work / (double)(rounds * SM_COUNT);
+}
+
+/* How far each stage count ranks behind four, from the H200: at 4096^3 bf16 128x256 took
+ * 195.9 us with four stages and 197.5 with three; 128x128 213 with four, 224 with five and
+ * 273 with three; at 8x4096^3 128x128 took 1910 us with four and 1981 with five. Four hold
+ * enough K tiles in flight to cover TMA's latency; a fifth only costs shared memory. */
+static double stage_rank(int stages)
+{
+    return stages == 4 ? 0.0 : stages == 5 ? 0.1 : 0.2;
+}
+
+/* A tie-breaker below the stage counts': clusters sharing B first (each CTA reads 16 KiB
+ * of A and 16 of B from L2 per 128x256 K tile instead of 16 and 32, where the 132 SMs'
+ * demand nears L2's bandwidth), then the staged epilogue, whose code needs no call per
+ * column pair and no stack copy of the arguments (ptxas: a 224-byte stack frame direct, none
+ * staged) and whose stores cover 64-byte row pieces instead of 16-byte ones. */
+static double variant_rank(const knob_t *kn)
+{
+    return kn->cluster == 2 ? 0.0 : kn->staged ? 0.01 : 0.02;
 }
 
 /* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
@@ -264,12 +314,14 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     double k_padded = (double)((p.k + TILE_K - 1) / TILE_K * TILE_K);
     double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / rate;
     double bytes = 2.0 * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) + 4.0 * (double)p.batch * p.m * p.n;
-    return 5.0 + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + 0.1 * (5 - kn.stages) + (kn.raster_n ? 0.05 : 0);
+    return 5.0 + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) +
+           variant_rank(&kn);
 }
 
 /* Mode A's rule within the engine: the tile whose rounds over the SMs waste the least and
  * that pads the matrix least, the wider tile on a tie (fewer operand reloads), then the
- * deeper pipeline, then the tile order grouped along M. */
+ * stage count that measured fastest, then the tile order grouped along M, then the
+ * variant. */
 static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -278,8 +330,8 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (!describe(g, grp, &p, why, sizeof why))
         return 1e30;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
-    return (1.0 - wave_efficiency(p.batch * tiles_of(&p, &kn))) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 1) -
-           0.1 * kn.stages + (kn.raster_n ? 0.05 : 0);
+    return (1.0 - wave_efficiency(p.batch * tiles_of(&p, &kn))) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 1) +
+           stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
 }
 
 /* Mode A: a problem of fewer 128x128 tiles than half the SMs (seed 000's 4x64x64x128, say)
@@ -292,7 +344,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     (void)knob;
     if (!describe(g, grp, &p, why, sizeof why))
         return true;
-    knob_t narrow = {128, 4, false};
+    knob_t narrow = {128, 4, false, false, 1};
     return p.batch * tiles_of(&p, &narrow) < SM_COUNT / 2;
 }
 
@@ -347,7 +399,11 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "typedef %s dj_tin;\n", dnnjit__cuda_type(p.a.t->resolved_type));
     dnnjit__sb_printf(&sb, "constexpr int DJ_BM = %d, DJ_BN = %d, DJ_BK = %d, DJ_STAGES = %d, DJ_GROUP = %d;\n", TILE_M,
                       kn.bn, TILE_K, kn.stages, GROUP);
-    dnnjit__sb_printf(&sb, "constexpr bool DJ_RASTER_N = %s;\n", kn.raster_n ? "true" : "false");
+    dnnjit__sb_printf(&sb, "constexpr bool DJ_RASTER_N = %s, DJ_STAGED_EPILOGUE = %s;\n",
+                      kn.raster_n ? "true" : "false", kn.staged ? "true" : "false");
+    dnnjit__sb_printf(&sb, "constexpr int DJ_EPI_COLS = %d, DJ_EPI_STRIDE = %d, DJ_CLUSTER = %d;\n", EPI_COLS,
+                      EPI_STRIDE, kn.cluster);
+    dnnjit__sb_printf(&sb, "#define DJ_CLUSTER_DIMS %s\n", kn.cluster == 2 ? "__cluster_dims__(2, 1, 1)" : "");
     dnnjit__sb_printf(&sb, "constexpr dj_i64 DJ_M = %lldLL, DJ_N = %lldLL, DJ_K = %lldLL, DJ_BATCH = %lldLL;\n",
                       (long long)p.m, (long long)p.n, (long long)p.k, (long long)p.batch);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_A_KMAJOR = %s, DJ_B_KMAJOR = %s;\n", p.a.kmajor ? "true" : "false",
@@ -357,6 +413,10 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     emit_batch_coords(&sb, "a", &p.a);
     emit_batch_coords(&sb, "b", &p.b);
     emit_wgmma(&sb, kn.bn, p.bf16, p.a.kmajor, p.b.kmajor);
+    /* The staged epilogue calls dj_epilogue from one loop per column chunk: inlined there,
+     * the fused expressions load their pointers once instead of per call. */
+    if (kn.staged)
+        dnnjit__sb_append(&sb, "#define DJ_EPILOGUE_INLINING __forceinline__\n");
     dnnjit__sb_append(&sb, "\n");
     dnnjit__emit_group_element(&sb, g, grp, k, p.c, p.mm->out[0], DNNJIT__ELEMENT_AT_COORDS);
     dnnjit__sb_append(&sb, dnnjit__template("gemm_wgmma.cuh"));
@@ -364,6 +424,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     if (!k->source)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "gemm_sm90 engine: out of memory generating source");
     snprintf(k->entry, sizeof k->entry, "dj_gemm_sm90");
+    /* Whole clusters: SM_COUNT is even. */
     int64_t work = p.batch * tiles_of(&p, &kn);
     k->grid[0] = (unsigned)(work < SM_COUNT ? work : SM_COUNT);
     k->grid[1] = k->grid[2] = 1;
@@ -372,13 +433,13 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->shared_bytes = (unsigned)smem_bytes(&kn);
     k->tma_count = 2;
     k->tma[0] = tma_of(&p.a, p.k, p.bf16, TILE_M, slot_a);
-    k->tma[1] = tma_of(&p.b, p.k, p.bf16, kn.bn, slot_b);
+    k->tma[1] = tma_of(&p.b, p.k, p.bf16, b_box_rows(&kn), slot_b);
     return DNNJIT_STATUS_SUCCESS;
 }
 
 const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
     .name = "gemm_sm90",
-    .knob_count = TILE_COUNT * STAGE_COUNT * 2,
+    .knob_count = DIRECT_KNOBS * VARIANT_COUNT,
     .supports = sm90_supports,
     .knob_name = sm90_knob_name,
     .cost = sm90_cost,

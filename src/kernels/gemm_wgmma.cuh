@@ -5,6 +5,11 @@
 // A CTA of three warpgroups stays resident (one per SM) and walks the output tiles
 // blockIdx.x, blockIdx.x + gridDim.x, ... in grouped order (DJ_GROUP tiles along one axis
 // before stepping along the other, so that neighbouring CTAs share operand tiles in L2).
+// With DJ_CLUSTER 2 the CTAs come in clusters of two that walk the work items together, a
+// work item being two tiles stacked along M (the second possibly past the matrix): each CTA
+// loads its own A tile and one half of the shared B tile, multicast into both CTAs' stages,
+// so that B crosses from L2 once per pair. A stage is then free once the consumers of both
+// CTAs have released it: each consumer warp arrives on the `empty` barrier of both CTAs.
 // Warpgroup 0 is the producer: it gives up most of its registers and one of its threads
 // issues the TMA loads of every K tile into a ring of DJ_STAGES shared-memory stages.
 // Warpgroups 1 and 2 are the consumers: they take the registers the producer gave up, and
@@ -14,7 +19,9 @@
 //
 // The generator places before this file:
 //   dj_tin                    storage type of A and B (dj_half or dj_bf16)
-//   DJ_BM DJ_BN DJ_BK DJ_STAGES DJ_GROUP DJ_RASTER_N   the knobs
+//   DJ_BM DJ_BN DJ_BK DJ_STAGES DJ_GROUP DJ_RASTER_N DJ_STAGED_EPILOGUE   the knobs
+//   DJ_EPI_COLS DJ_EPI_STRIDE the staged epilogue's chunk width and row pitch, in floats
+//   DJ_CLUSTER DJ_CLUSTER_DIMS  CTAs per cluster (1 or 2) and the kernel's cluster attribute
 //   DJ_M DJ_N DJ_K DJ_BATCH   the problem
 //   DJ_ACC                    accumulators per consumer thread: 64 x DJ_BN / 128
 //   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
@@ -31,12 +38,20 @@
 //   MN-major operand (R rows): R / 64 chunks, each DJ_BK K rows of 64 M-or-N elements
 //       (8192 bytes), one TMA box each.
 // Either way a consumer's 64 rows of A start 8192 bytes into the A stage.
+//
+// The epilogue, direct: each thread calls dj_epilogue on the column pairs its accumulator
+// fragments hold, so a warp's store covers 16 bytes of each of eight rows. Staged: each warp
+// copies DJ_EPI_COLS columns of its 16 rows into its own shared-memory rows, then reads them
+// back a row per half-warp, so that a store covers DJ_EPI_COLS consecutive elements of a row
+// (and so do the epilogue's reads of bias or residual), chunk after chunk.
 
 constexpr int DJ_THREADS = 384;
 constexpr int DJ_CONSUMER_WARPS = 8;
 constexpr int DJ_TILES_M = (int)((DJ_M + DJ_BM - 1) / DJ_BM);
 constexpr int DJ_TILES_N = (int)((DJ_N + DJ_BN - 1) / DJ_BN);
-constexpr int DJ_TILES = DJ_TILES_M * DJ_TILES_N;
+// Work items (one tile per CTA of a cluster) per batch entry, and in all.
+constexpr int DJ_ITEMS_M = (DJ_TILES_M + DJ_CLUSTER - 1) / DJ_CLUSTER;
+constexpr int DJ_TILES = DJ_ITEMS_M * DJ_TILES_N;
 constexpr dj_i64 DJ_WORK = (dj_i64)DJ_TILES * DJ_BATCH;
 constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
 constexpr unsigned DJ_A_STAGE = DJ_BM * DJ_BK * 2;
@@ -46,6 +61,8 @@ constexpr unsigned DJ_CHUNK = 64 * DJ_BK * 2; // one MN-major chunk, or 64 K-maj
 static_assert(DJ_BK * 2 == 128, "a K tile's row is one 128-byte swizzle span");
 static_assert(DJ_BM == 128, "two consumer warpgroups of 64 rows each");
 static_assert(DJ_BN % 64 == 0 && DJ_BN <= 256 && DJ_ACC == DJ_BN / 2, "wgmma's N and TMA's box");
+static_assert(DJ_EPI_COLS == 32 && DJ_BN % DJ_EPI_COLS == 0, "a half-warp's 16 pairs span one staged chunk");
+static_assert(DJ_CLUSTER == 1 || DJ_CLUSTER == 2, "clusters of one or two CTAs");
 
 // A CUtensorMap: 128 opaque bytes, 64-byte aligned.
 struct __align__(64) DjTensorMap {
@@ -70,6 +87,29 @@ __device__ __forceinline__ void dj_mbar_expect_tx(unsigned bar, unsigned bytes)
 __device__ __forceinline__ void dj_mbar_arrive(unsigned bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// An arrival on the barrier at the same offset as `bar` in the shared memory of the
+// cluster's CTA `rank`.
+__device__ __forceinline__ void dj_mbar_arrive_cluster(unsigned bar, unsigned rank)
+{
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+
+// Every thread of both CTAs of the cluster (their barriers initialised, say).
+__device__ __forceinline__ void dj_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ unsigned dj_cluster_rank()
+{
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
 }
 
 // Waits until the phase of parity `parity` has completed. A barrier's phase before its
@@ -110,6 +150,34 @@ __device__ __forceinline__ void dj_tma_load(unsigned dst, const DjTensorMap *map
                      : "memory");
 }
 
+// The same box multicast: written at offset dst of the shared memory of every CTA of the
+// cluster in `mask`, completing each one's barrier at offset `bar`.
+template <int RANK>
+__device__ __forceinline__ void dj_tma_load_multicast(unsigned dst, const DjTensorMap *map, unsigned bar,
+                                                      const int (&c)[5], unsigned short mask)
+{
+    const dj_u64 m = (dj_u64)map;
+    if constexpr (RANK == 2)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                     "[%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]), "h"(mask)
+                     : "memory");
+    else if constexpr (RANK == 3)
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                     "[%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]),
+                     "r"(c[2]), "h"(mask)
+                     : "memory");
+    else if constexpr (RANK == 4)
+        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                     "[%0], [%1, {%3, %4, %5, %6}], [%2], %7;\n" ::"r"(dst), "l"(m), "r"(bar), "r"(c[0]), "r"(c[1]),
+                     "r"(c[2]), "r"(c[3]), "h"(mask)
+                     : "memory");
+    else
+        asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                     "[%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;\n" ::"r"(dst), "l"(m), "r"(bar), "r"(c[0]),
+                     "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "h"(mask)
+                     : "memory");
+}
+
 __device__ __forceinline__ void dj_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void dj_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void dj_wgmma_wait()
@@ -145,20 +213,30 @@ template <bool KMAJOR> __device__ __forceinline__ dj_u64 dj_operand_desc(unsigne
         return dj_desc(stage + kk * 16 * 128, DJ_CHUNK, 1024);
 }
 
+// A consumer warp's release of a stage: an arrival on its `empty` barrier in every CTA of
+// the cluster, whose producers all write the stage.
+__device__ __forceinline__ void dj_release(unsigned empty, unsigned rank)
+{
+    dj_mbar_arrive(empty);
+    if constexpr (DJ_CLUSTER == 2)
+        dj_mbar_arrive_cluster(empty, rank ^ 1u);
+}
+
 // ---- tiles and loads ----------------------------------------------------------------
 
-// Batch entry and tile of work item `work`, in grouped order.
-__device__ __forceinline__ void dj_tile_of(dj_i64 work, dj_i64 &batch, int &tm, int &tn)
+// Batch entry and tile of work item `work` for the CTA of cluster rank `rank`, in grouped
+// order over the work items.
+__device__ __forceinline__ void dj_tile_of(dj_i64 work, unsigned rank, dj_i64 &batch, int &tm, int &tn)
 {
     batch = work / DJ_TILES;
     const int t = (int)(work % DJ_TILES);
-    constexpr int major = DJ_RASTER_N ? DJ_TILES_N : DJ_TILES_M; // the grouped axis
-    constexpr int minor = DJ_RASTER_N ? DJ_TILES_M : DJ_TILES_N;
+    constexpr int major = DJ_RASTER_N ? DJ_TILES_N : DJ_ITEMS_M; // the grouped axis
+    constexpr int minor = DJ_RASTER_N ? DJ_ITEMS_M : DJ_TILES_N;
     const int per_group = DJ_GROUP * minor;
     const int first = t / per_group * DJ_GROUP;
     const int size = major - first < DJ_GROUP ? major - first : DJ_GROUP;
     const int a = first + t % per_group % size, b = t % per_group / size;
-    tm = DJ_RASTER_N ? b : a;
+    tm = (DJ_RASTER_N ? b : a) * DJ_CLUSTER + (int)rank;
     tn = DJ_RASTER_N ? a : b;
 }
 
@@ -171,6 +249,32 @@ template <bool KMAJOR, int ROWS, dj_i64 EXTENT> __device__ __forceinline__ int d
         return ROWS / 64;
     const dj_i64 left = (EXTENT - r0 + 63) / 64;
     return left < ROWS / 64 ? (int)left : ROWS / 64;
+}
+
+// Loads this CTA's share of B's tile (rows r0.., DJ_BN of them, by K tile k0) into `dst` of
+// both CTAs of the cluster: K-major, the half of the rows at rank * DJ_BN / 2, one box, when
+// it starts inside the matrix (`halves` of them do); MN-major, the rank's half of the 64-row
+// chunks, of those below `chunks`. Boxes wholly past the matrix are neither loaded nor
+// counted, like the MN-major chunks of dj_chunks.
+template <bool KMAJOR, int RANK>
+__device__ __forceinline__ void dj_load_b_multicast(unsigned dst, const DjTensorMap *map, unsigned bar, int r0, int k0,
+                                                    int pieces, const int (&batch)[3], unsigned rank)
+{
+    int c[5] = {0, 0, batch[0], batch[1], batch[2]};
+    if constexpr (KMAJOR) {
+        if ((int)rank < pieces) {
+            c[0] = k0;
+            c[1] = r0 + (int)rank * (DJ_BN / 2);
+            dj_tma_load_multicast<RANK>(dst + rank * (DJ_BN / 2) * 128, map, bar, c, 3);
+        }
+    } else {
+        constexpr int per_rank = DJ_BN / 128;
+        for (int chunk = (int)rank * per_rank; chunk < ((int)rank + 1) * per_rank && chunk < pieces; chunk++) {
+            c[0] = r0 + chunk * 64;
+            c[1] = k0;
+            dj_tma_load_multicast<RANK>(dst + chunk * DJ_CHUNK, map, bar, c, 3);
+        }
+    }
 }
 
 // Loads rows r0.. (ROWS of them) by K tile k0 of one operand into `dst`: one box when
@@ -193,7 +297,7 @@ __device__ __forceinline__ void dj_load_operand(unsigned dst, const DjTensorMap 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
     dj_gemm_sm90(const DjArgs args, const __grid_constant__ DjTensorMap map_a, const __grid_constant__ DjTensorMap map_b)
 {
     // The swizzle atoms must start on 1024-byte boundaries; the launch asks for 1 KiB extra
@@ -203,19 +307,27 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
     const unsigned base = (dj_smem_u32(dj_smem) + 1023u) & ~1023u;
     const unsigned a_stages = base, b_stages = base + DJ_STAGES * DJ_A_STAGE;
     const unsigned bars = b_stages + DJ_STAGES * DJ_B_STAGE;
+    // The staged epilogue's rows, after the barriers: DJ_CONSUMER_WARPS blocks of 16 rows.
+    float *const epi_rows = (float *)(dj_smem + (bars + 16u * DJ_STAGES - dj_smem_u32(dj_smem)));
     auto full = [&](int s) { return bars + 8u * (unsigned)s; };
     auto empty = [&](int s) { return bars + 8u * (unsigned)(DJ_STAGES + s); };
 
     const int warpgroup = (int)threadIdx.x / 128;
+    const unsigned rank = DJ_CLUSTER == 1 ? 0u : dj_cluster_rank();
+    const dj_i64 first_work = blockIdx.x / DJ_CLUSTER, work_step = gridDim.x / DJ_CLUSTER;
     if (threadIdx.x == 0) {
         for (int s = 0; s < DJ_STAGES; s++) {
             dj_mbar_init(full(s), 1);
-            dj_mbar_init(empty(s), DJ_CONSUMER_WARPS);
+            dj_mbar_init(empty(s), DJ_CONSUMER_WARPS * DJ_CLUSTER);
         }
         // Makes the initialised barriers visible to the TMA unit (the async proxy).
         asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::: "memory");
     }
-    __syncthreads();
+    // The other CTA's loads and arrivals reach this one's barriers: both must be ready.
+    if constexpr (DJ_CLUSTER == 2)
+        dj_cluster_sync();
+    else
+        __syncthreads();
 
     if (warpgroup == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
@@ -224,26 +336,44 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
         asm volatile("prefetch.tensormap [%0];\nprefetch.tensormap [%1];\n" ::"l"((dj_u64)&map_a), "l"((dj_u64)&map_b)
                      : "memory");
         int it = 0;
-        for (dj_i64 work = blockIdx.x; work < DJ_WORK; work += gridDim.x) {
+        for (dj_i64 work = first_work; work < DJ_WORK; work += work_step) {
             dj_i64 batch;
             int tm, tn, ca[3] = {0, 0, 0}, cb[3] = {0, 0, 0};
-            dj_tile_of(work, batch, tm, tn);
+            dj_tile_of(work, rank, batch, tm, tn);
             dj_a_batch_coords(batch, ca);
             dj_b_batch_coords(batch, cb);
-            const int chunks_a = dj_chunks<DJ_A_KMAJOR, DJ_BM, DJ_M>(tm * DJ_BM);
+            // A cluster's second tile may lie wholly past M: its A is not loaded (what the
+            // stage holds only reaches rows the epilogue does not store).
+            const int chunks_a = tm * DJ_BM < DJ_M ? dj_chunks<DJ_A_KMAJOR, DJ_BM, DJ_M>(tm * DJ_BM) : 0;
             const int chunks_b = dj_chunks<DJ_B_KMAJOR, DJ_BN, DJ_N>(tn * DJ_BN);
+            // Multicast K-major B comes in two halves of DJ_BN / 2 rows, the second one only
+            // when it starts inside N.
+            const int halves_b = DJ_N - (dj_i64)tn * DJ_BN > DJ_BN / 2 ? 2 : 1;
+            const int b_pieces = DJ_CLUSTER == 2 && DJ_B_KMAJOR ? halves_b : chunks_b;
             // TMA counts a box's every byte, zeros filled past the matrix included.
-            const unsigned bytes = (unsigned)(chunks_a + chunks_b) * DJ_CHUNK;
+            const unsigned bytes = (unsigned)chunks_a * DJ_CHUNK +
+                                   (DJ_CLUSTER == 2 && DJ_B_KMAJOR ? (unsigned)halves_b * (DJ_B_STAGE / 2)
+                                                                   : (unsigned)chunks_b * DJ_CHUNK);
             for (int kt = 0; kt < DJ_KTILES; kt++, it++) {
                 const int s = it % DJ_STAGES;
                 dj_mbar_wait(empty(s), ((it / DJ_STAGES) & 1) ^ 1);
                 dj_mbar_expect_tx(full(s), bytes);
-                dj_load_operand<DJ_A_KMAJOR, DJ_A_RANK>(a_stages + s * DJ_A_STAGE, &map_a, full(s), tm * DJ_BM,
-                                                        kt * DJ_BK, chunks_a, ca);
-                dj_load_operand<DJ_B_KMAJOR, DJ_B_RANK>(b_stages + s * DJ_B_STAGE, &map_b, full(s), tn * DJ_BN,
-                                                        kt * DJ_BK, chunks_b, cb);
+                if (chunks_a > 0)
+                    dj_load_operand<DJ_A_KMAJOR, DJ_A_RANK>(a_stages + s * DJ_A_STAGE, &map_a, full(s), tm * DJ_BM,
+                                                            kt * DJ_BK, chunks_a, ca);
+                if constexpr (DJ_CLUSTER == 2)
+                    dj_load_b_multicast<DJ_B_KMAJOR, DJ_B_RANK>(b_stages + s * DJ_B_STAGE, &map_b, full(s),
+                                                                tn * DJ_BN, kt * DJ_BK, b_pieces, cb, rank);
+                else
+                    dj_load_operand<DJ_B_KMAJOR, DJ_B_RANK>(b_stages + s * DJ_B_STAGE, &map_b, full(s), tn * DJ_BN,
+                                                            kt * DJ_BK, chunks_b, cb);
             }
         }
+        // The other CTA's consumers still arrive on this CTA's barriers: it stays until they
+        // have released every stage.
+        if constexpr (DJ_CLUSTER == 2)
+            for (int i = 0; i < DJ_STAGES; i++, it++)
+                dj_mbar_wait(empty(it % DJ_STAGES), ((it / DJ_STAGES) & 1) ^ 1);
         return;
     }
 
@@ -251,10 +381,10 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
     const int consumer = warpgroup - 1, lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32 % 4;
     float acc[DJ_ACC];
     int it = 0;
-    for (dj_i64 work = blockIdx.x; work < DJ_WORK; work += gridDim.x) {
+    for (dj_i64 work = first_work; work < DJ_WORK; work += work_step) {
         dj_i64 batch;
         int tm, tn;
-        dj_tile_of(work, batch, tm, tn);
+        dj_tile_of(work, rank, batch, tm, tn);
 #pragma unroll
         for (int i = 0; i < DJ_ACC; i++)
             acc[i] = 0.0f;
@@ -276,26 +406,54 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1)
                 dj_wgmma_wait<1>();
                 dj_fence_acc(acc);
                 if (lane == 0)
-                    dj_mbar_arrive(empty(previous));
+                    dj_release(empty(previous), rank);
             }
             previous = s;
         }
         dj_wgmma_wait<0>();
         dj_fence_acc(acc);
         if (previous >= 0 && lane == 0)
-            dj_mbar_arrive(empty(previous));
+            dj_release(empty(previous), rank);
 
         // The accumulator of m64nNk16: thread (warp, lane) holds rows warp*16 + lane/4 (+8)
         // and, for each 8-column slice j, columns 8j + 2*(lane%4) and the next one.
-        const int row0 = tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4;
-        const int col0 = tn * DJ_BN + 2 * (lane % 4);
+        if constexpr (DJ_STAGED_EPILOGUE) {
+            float *const rows = epi_rows + (consumer * 4 + warp) * 16 * DJ_EPI_STRIDE;
+            const int row0 = tm * DJ_BM + consumer * 64 + warp * 16;
 #pragma unroll
-        for (int j = 0; j < DJ_BN / 8; j++)
+            for (int chunk = 0; chunk < DJ_BN / DJ_EPI_COLS; chunk++) {
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int row = row0 + h * 8, col = col0 + j * 8;
-                if (row < DJ_M && col < DJ_N)
-                    dj_epilogue(batch, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], col + 1 < DJ_N, args);
+                for (int jj = 0; jj < DJ_EPI_COLS / 8; jj++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int j = chunk * (DJ_EPI_COLS / 8) + jj;
+                        *(float2 *)&rows[(lane / 4 + 8 * h) * DJ_EPI_STRIDE + jj * 8 + 2 * (lane % 4)] =
+                            make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                    }
+                __syncwarp();
+                // Lanes 0-15 take the even rows, 16-31 the odd ones, a column pair each.
+                const int col = tn * DJ_BN + chunk * DJ_EPI_COLS + 2 * (lane % 16);
+#pragma unroll 1
+                for (int r = lane / 16; r < 16; r += 2) {
+                    const float2 v = *(const float2 *)&rows[r * DJ_EPI_STRIDE + 2 * (lane % 16)];
+                    if (row0 + r < DJ_M && col < DJ_N)
+                        dj_epilogue(batch, row0 + r, col, v.x, v.y, col + 1 < DJ_N, args);
+                }
+                // The rows are rewritten by the next chunk.
+                __syncwarp();
             }
+        } else {
+            const int row0 = tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4;
+            const int col0 = tn * DJ_BN + 2 * (lane % 4);
+#pragma unroll
+            for (int j = 0; j < DJ_BN / 8; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = row0 + h * 8, col = col0 + j * 8;
+                    if (row < DJ_M && col < DJ_N)
+                        dj_epilogue(batch, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], col + 1 < DJ_N,
+                                    args);
+                }
+        }
     }
 }

@@ -191,14 +191,26 @@ static dnnjit_status_t time_chosen(dnnjit_graph_t g, const timing_t *t, float *m
     return s;
 }
 
+/* The name of plan i for a log line ("?" when out of memory); free with dnnjit_free. */
+static char *plan_name(dnnjit_graph_t g, int64_t i)
+{
+    char *name = NULL;
+    dnnjit_graph_get_plan_name(g, i, &name);
+    return name;
+}
+
 /* Times every built plan that fits the caller's workspace and chooses the fastest; on
  * failure the choice is left as it was. The workspace is only known to be as large as
  * get_workspace_size said when autotune was called (the plan then chosen, or the
- * intermediates alone), so plans that need more (larger split-K scratch) are not run. */
+ * intermediates alone), so plans that need more (larger split-K scratch) are not run.
+ * A plan whose execute refuses the buffers (BAD_PARAM: a TMA kernel given an address that
+ * is not 16-byte aligned, say) is passed over too, as other plans may take them; when every
+ * plan refuses them, the first refusal is the error. */
 static dnnjit_status_t time_plans(dnnjit_graph_t g, timing_t *t, int64_t workspace_size)
 {
     int64_t before = g->jit->chosen, best = -1;
     float best_ms = 0;
+    char refusal[DNNJIT__MSG_LEN] = "";
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
     for (int64_t i = 0; i < g->jit->plan_count && !s; i++) {
         float ms = 0;
@@ -212,19 +224,32 @@ static dnnjit_status_t time_plans(dnnjit_graph_t g, timing_t *t, int64_t workspa
             continue;
         }
         s = time_chosen(g, t, &ms);
+        if (s == DNNJIT_STATUS_BAD_PARAM) {
+            char *name = plan_name(g, i);
+            dnnjit__log("autotune: graph \"%s\" plan %lld (%s) refuses these buffers; not timed: %s", g->name,
+                        (long long)i, name ? name : "?", dnnjit_last_error());
+            if (!*refusal)
+                snprintf(refusal, sizeof refusal, "plan %lld (%s): %s", (long long)i, name ? name : "?",
+                         dnnjit_last_error());
+            dnnjit_free(name);
+            s = DNNJIT_STATUS_SUCCESS;
+            continue;
+        }
         if (!s && (best < 0 || ms < best_ms)) {
             best = i;
             best_ms = ms;
         }
         if (!s) {
-            char *name = NULL;
-            dnnjit_graph_get_plan_name(g, i, &name);
+            char *name = plan_name(g, i);
             dnnjit__log("autotune: graph \"%s\" plan %lld (%s): %.2f us per call", g->name, (long long)i,
                         name ? name : "?", 1e3 * ms / BATCH);
             dnnjit_free(name);
         }
     }
-    if (!s && best < 0)
+    if (!s && best < 0 && *refusal)
+        s = dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "no built plan that fits in %lld workspace bytes takes these "
+                         "buffers; %s", (long long)workspace_size, refusal);
+    else if (!s && best < 0)
         s = dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "no built plan fits in %lld workspace bytes",
                          (long long)workspace_size);
     g->jit->chosen = s ? before : best;
