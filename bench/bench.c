@@ -346,7 +346,7 @@ enum { SWEEP_CASES = 6 + 12 + 2 };
 
 static void gemm_sweep(dnnjit_handle_t h)
 {
-    char names[SWEEP_CASES][64];
+    char names[SWEEP_CASES][96]; /* room for three 20-digit sizes */
     gemm_case_t cases[SWEEP_CASES];
     int count = 0;
     static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_HALF};
