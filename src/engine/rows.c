@@ -53,12 +53,13 @@ static const knob_t knobs[] = {
     {1024, 1, true, REGISTERS, 0},  {1024, 1, false, REGISTERS, 0}, {1024, 1, true, STREAM, 0},     {1024, 1, false, STREAM, 0},
     {256, 1, true, STREAM, 0},      {256, 1, false, STREAM, 0},     {1024, 1, true, SPLIT, 0},      {1024, 1, false, SPLIT, 0},
     {256, 1, true, SPLIT, 0},       {256, 1, false, SPLIT, 0},
-    /* Fused norm backward, in mode A's order: 8 elements a thread for 4096-wide rows, 16,
-     * 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit rows (four
-     * rows to a block: a quarter of the partial sums). 1024 threads per SM hold 64
-     * registers each (ptxas puts 4096-wide bf16 rows at 512 threads in 64 without spills,
-     * at 256 threads or 1000-wide halves with small spills); the same at 512 threads per SM
-     * (up to 128 registers: no spills, half the loads in flight and half the partial sums). */
+    /* Fused norm backward (plan_penalty ranks them): 8 elements a thread for 4096-wide
+     * rows, 16, 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit
+     * rows (four rows to a block: a quarter of the partial sums). 1024 threads per SM hold
+     * 64 registers each (ptxas puts 4096-wide bf16 rows at 512 threads in 64 without
+     * spills, at 256 threads or 1000-wide halves with small spills); the same at 512
+     * threads per SM (up to 128 registers: no spills, half the loads in flight and half the
+     * partial sums). */
     {512, 1, true, FUSED, 1024}, {256, 1, true, FUSED, 1024}, {1024, 1, true, FUSED, 1024},
     {128, 1, true, FUSED, 1024}, {64, 4, true, FUSED, 1024},  {512, 1, true, FUSED, 512},
     {256, 1, true, FUSED, 512},  {128, 1, true, FUSED, 512},  {64, 4, true, FUSED, 512},
