@@ -429,10 +429,13 @@ static void first_knob(dnnjit_graph_t g, char *name, size_t size)
     dnnjit__partition_free(&p);
 }
 
-/* Mode A's first plan is the fewest threads per row that keep the row in 32 registers per
- * thread, worked out by hand: cols / (threads * vector) chunks of `vector` elements each,
- * for every input the op keeps (one, or two for a backward op), 16-bit values two to a
- * register; a reduction keeps nothing but reads at most 32 elements per thread. */
+/* Mode A's first plan, worked out by hand: the preferred threads per row are the row's
+ * bytes / 32, within 128 and 512; a plan lies |log2(threads / preferred)| octaves away,
+ * half an octave more one element at a time, two more for a fused plan at 1024 threads per
+ * SM. Supported plans (the row within 32 registers a thread: cols / (threads * vector)
+ * chunks of `vector` elements for every input the op keeps, 16-bit values two to a
+ * register; a reduction reads at most 32 elements a thread; no more threads than vectors)
+ * rank split, fused, register, stream, then by that distance, then table order. */
 static void mode_a_picks_by_row_length(void **state)
 {
     (void)state;
@@ -442,25 +445,31 @@ static void mode_a_picks_by_row_length(void **state)
         int64_t cols;
         const char *knob;
     } cases[] = {
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 1000, "t16_r8_vec"},   /* 125 vectors: 8 x 4 registers */
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t64_r2_vec"},   /* 512 vectors: 8 x 4 */
-        {OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t512_r1_vec"},
+        /* 2000 bytes: 128 preferred, more than the 125 vectors; 64 vectors is an octave. */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 1000, "t128_r1_scalar"},
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t256_r1_vec"},  /* 8 KB: 256 */
+        {OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t512_r1_vec"}, /* 8 x 4 registers */
+        /* 512 preferred, but 16 chunks x 4 registers there: 1024 threads, an octave. */
         {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 65536, "t1024_r1_vec"},
-        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 131072, "t1024_r1_vec_stream"}, /* 16 x 4 at 1024 */
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 64, "t4_r32_vec"},        /* 16 vectors of 4: 4 x 4 */
+        /* 16 x 4 even at 1024: stream plans, 1024 and 256 an octave each, table order. */
+        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 131072, "t1024_r1_vec_stream"},
+        /* 256 bytes: 128 preferred; 16 vectors allow 16 threads (3 octaves), 64 elements
+         * 64 threads (1.5). */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 64, "t64_r2_scalar"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 1, "t1_r128_scalar"},
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 4097, "t256_r1_scalar"},  /* 17 per thread; 33 at 128 */
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4097, "t256_r1_scalar"},   /* one element to a register */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 4097, "t512_r1_scalar"}, /* no vectors; 16 KB: 512 */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4097, "t256_r1_scalar"},  /* 8194 bytes: 256 */
         /* A norm backward with DSCALE fuses the column sums while the row and two float sums
-         * per element fit 48 registers: at 512 threads one chunk, 4 + 4 and 2 x 8. */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t512_r1_vec_fused"},
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 4096, "t512_r1_vec_fused"}, /* 2 x (4 + 4) + 2 x 8 */
-        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec_fused"}, /* 2 x (4 + 4) + 2 x 8 */
-        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r4_vec_fused"},   /* 125 vectors: 2 chunks */
+         * per element fit 48 registers: at 256 threads two chunks, 2 x (4 + 4) + 2 x 16. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t256_r1_vec_fused_half"},
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 4096, "t512_r1_vec_fused_half"}, /* 2 x (4 + 4) + 2 x 8 */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec_fused_half"},  /* 4000 bytes: 125 */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r4_vec_fused_half"},   /* 125 vectors: 2 chunks */
         /* 32768 elements are 32 a thread at 1024 threads: 32 + 64 registers; column blocks. */
         {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t1024_r1_vec"}, /* 4 x (4 + 4) */
-        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t32_r4_vec"},        /* 4 x (4 + 4) */
-        {OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 1000, "t32_r4_vec"},    /* 250 vectors: 8 x 4 elements */
+        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t128_r1_scalar"},      /* 8 x (1 + 1) */
+        /* 77 rows of 250 vectors, too short to split; 4000 bytes: 128 threads. */
+        {OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = op_graph(NULL, cases[i].op, cases[i].io, 77, cases[i].cols, 1);
@@ -471,6 +480,66 @@ static void mode_a_picks_by_row_length(void **state)
                      cases[i].knob);
         dnnjit_graph_destroy(g);
     }
+}
+
+static dnnjit_graph_t add_rmsnorm_sized(dnnjit_data_type_t io, int64_t rows, int64_t cols);
+
+/* Modes A and B on dnnjit-bench rows' cases, worked out by hand from plan_penalty's rules:
+ * a thread per 32 bytes of the row, 128 to 512 of them; element-wise access half an octave
+ * off, a fused plan at 1024 threads per SM two; split, fused, register, stream plans in
+ * that order for mode A. */
+static void modes_pick_measured_best(void **state)
+{
+    (void)state;
+    static const struct {
+        int op; /* an op_case_t, or -1: add + RMS norm */
+        dnnjit_data_type_t io;
+        int64_t rows, cols;
+        const char *plan;
+    } cases[] = {
+        /* 8 KB rows: 256 threads of two vectors. */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec"},
+        {OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec"},
+        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec"},
+        {-1, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec"},
+        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec"},
+        /* Fused at 256 threads: 2 chunks of 4 + 4 registers and 2 x 16 sums, 48. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec_fused_half"},
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec_fused_half"},
+        /* 2000-byte rows: 128 threads, which 125 vectors do not fill: one element a time. */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
+        {OP_LAYERNORM, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
+        {OP_RMSNORM, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
+        {-1, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
+        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
+        /* The only fused plans that fit: 64 threads of two chunks, four rows a block. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r4_vec_fused_half"},
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r4_vec_fused_half"},
+        /* 64 KB rows: 512 threads of 8 vectors (32 registers); two kept inputs need 1024. */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
+        {OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
+        {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
+        {-1, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
+        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t1024_r1_vec"},
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t1024_r1_vec"},
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t1024_r1_vec"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int m = 0; m < 2; m++) {
+            /* The bench's backward norms write every parameter gradient: layer norm's DBIAS
+             * too (variant 1), RMS norm's DSCALE alone (variant 0). */
+            dnnjit_graph_t g = cases[i].op < 0 ? add_rmsnorm_sized(cases[i].io, cases[i].rows, cases[i].cols)
+                                               : op_graph(NULL, (op_case_t)cases[i].op, cases[i].io, cases[i].rows,
+                                                          cases[i].cols, cases[i].op == OP_LAYERNORM_BACKWARD);
+            dnnjit_heur_mode_t mode = m ? DNNJIT_HEUR_MODE_B : DNNJIT_HEUR_MODE_A;
+            TU_OK(dnnjit_graph_create_execution_plans(g, &mode, 1));
+            char *name;
+            TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+            if (strcmp(name, cases[i].plan) != 0)
+                fail_msg("case %zu, mode %c: %s, expected %s", i, m ? 'B' : 'A', name, cases[i].plan);
+            dnnjit_free(name);
+            dnnjit_graph_destroy(g);
+        }
 }
 
 /* What each knob refuses, and why. */
@@ -542,8 +611,8 @@ static void knob_names_are_distinct(void **state)
     }
 }
 
-/* Mode B puts a vector plan of the rows engine first; vector costs less than scalar, and a
- * larger problem more than a smaller one. */
+/* Vector costs less than scalar at the same threads, and a larger problem more than a
+ * smaller one; mode B puts the rows engine first. */
 static void cost_ranks_sensibly(void **state)
 {
     (void)state;
@@ -565,8 +634,8 @@ static void cost_ranks_sensibly(void **state)
     TU_OK(dnnjit_graph_create_execution_plans(g, modes, 1));
     char *first;
     TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
-    assert_non_null(strstr(first, "rows_"));
-    assert_non_null(strstr(first, "_vec"));
+    /* 2000-byte rows: 128 threads one element at a time, ahead of vectors an octave away. */
+    assert_string_equal(first, "rows_t128_r1_scalar");
     dnnjit_free(first);
     dnnjit_graph_destroy(g);
     /* A tiny problem costs a launch and a memory round trip or two: still ahead of the
@@ -582,7 +651,7 @@ static void cost_ranks_sensibly(void **state)
         }
 }
 
-/* Mode A lists the rows plans (in knob order) before the fallback; FALLBACK lists only the
+/* Mode A lists the rows plans (in rule order) before the fallback; FALLBACK lists only the
  * fallback for a row op alone. */
 static void plan_lists(void **state)
 {
@@ -592,7 +661,7 @@ static void plan_lists(void **state)
     TU_OK(dnnjit_graph_create_execution_plans(g, &a, 1));
     char *name;
     TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
-    assert_string_equal(name, "rows_t64_r2_vec");
+    assert_string_equal(name, "rows_t256_r1_vec");
     dnnjit_free(name);
     int64_t count;
     TU_OK(dnnjit_graph_get_plan_count(g, &count));
@@ -954,15 +1023,20 @@ static void every_template_knob_and_type_compiles(void **state)
 /* ---- fused groups and unusual layouts ---------------------------------------------------- */
 
 /* h = x + r and rmsnorm(h), both written. */
-static dnnjit_graph_t add_rmsnorm_graph(void)
+static dnnjit_graph_t add_rmsnorm_sized(dnnjit_data_type_t io, int64_t rows, int64_t cols)
 {
-    dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_BFLOAT16);
-    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(64, 4096), NULL, 0);
-    dnnjit_tensor_t r = tu_tensor(g, "r", 2, TU_DIMS(64, 4096), NULL, 0);
-    dnnjit_tensor_t w = tu_tensor(g, "w", 2, TU_DIMS(1, 4096), NULL, 0), y;
+    dnnjit_graph_t g = tu_graph(io);
+    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0);
+    dnnjit_tensor_t r = tu_tensor(g, "r", 2, TU_DIMS(rows, cols), NULL, 0);
+    dnnjit_tensor_t w = tu_tensor(g, "w", 2, TU_DIMS(1, cols), NULL, 0), y;
     TU_OK(dnnjit_graph_rmsnorm(g, output(g, pw(g, DNNJIT_POINTWISE_ADD, x, r)), w, 0, NULL, &y, NULL));
     output(g, y);
     return g;
+}
+
+static dnnjit_graph_t add_rmsnorm_graph(void)
+{
+    return add_rmsnorm_sized(DNNJIT_DATA_TYPE_BFLOAT16, 64, 4096);
 }
 
 /* softmax(x * 0.5 + bias[col] - m[row]) * x * s with a runtime scalar s, MAX_SUM_EXP. */
@@ -1084,6 +1158,7 @@ int main(void)
         cmocka_unit_test(gemm_epilogue_stays_with_the_matmul),
         cmocka_unit_test(backward_and_double),
         cmocka_unit_test(mode_a_picks_by_row_length),
+        cmocka_unit_test(modes_pick_measured_best),
         cmocka_unit_test(knob_refusals),
         cmocka_unit_test(knob_names_are_distinct),
         cmocka_unit_test(cost_ranks_sensibly),

@@ -10,19 +10,18 @@
  * and its column sums fit in registers; other plans have column blocks that read DY and X
  * a second time (rows too long for that, such as 32768 16-bit elements).
  *
- * Mode A takes the knobs in table order (fused and split plans first), and supports()
- * refuses a register plan whose row does not fit in 32 registers per thread (16-bit values
- * two to a register), a stream plan whose row does, and any plan with more threads per
- * row than the row has vectors, so that mode A's first plan is the fewest
- * threads per row that hold the row in registers: a part of a warp for short rows, a warp
- * up to about a thousand elements, a block beyond, and a streaming block when even 1024
- * threads cannot hold it (1024 threads first: the fewest rows in flight, whose later
- * passes then hit L2). */
+ * supports() refuses a register plan whose row does not fit in 32 registers per thread
+ * (16-bit values two to a register), a stream plan whose row does, and any plan with more
+ * threads per row than the row has vectors. Among the rest, mode A ranks split plans, then
+ * fused ones, then register plans, then stream plans, each by how far it lies from what the
+ * H200 measured fastest (plan_penalty: about a thread per 32 bytes of the row, one row per
+ * block of 128 to 512 threads), and mode B's cost takes that distance as lost bandwidth. */
 #include "engine/rows.h"
 
 #include "codegen/templates.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -54,12 +53,13 @@ static const knob_t knobs[] = {
     {1024, 1, true, REGISTERS, 0},  {1024, 1, false, REGISTERS, 0}, {1024, 1, true, STREAM, 0},     {1024, 1, false, STREAM, 0},
     {256, 1, true, STREAM, 0},      {256, 1, false, STREAM, 0},     {1024, 1, true, SPLIT, 0},      {1024, 1, false, SPLIT, 0},
     {256, 1, true, SPLIT, 0},       {256, 1, false, SPLIT, 0},
-    /* Fused norm backward, in mode A's order: 8 elements a thread for 4096-wide rows, 16,
-     * 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit rows (four
-     * rows to a block: a quarter of the partial sums). 1024 threads per SM hold 64
-     * registers each (ptxas puts 4096-wide bf16 rows at 512 threads in 64 without spills,
-     * at 256 threads or 1000-wide halves with small spills); the same at 512 threads per SM
-     * (up to 128 registers: no spills, half the loads in flight and half the partial sums). */
+    /* Fused norm backward (plan_penalty ranks them): 8 elements a thread for 4096-wide
+     * rows, 16, 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit
+     * rows (four rows to a block: a quarter of the partial sums). 1024 threads per SM hold
+     * 64 registers each (ptxas puts 4096-wide bf16 rows at 512 threads in 64 without
+     * spills, at 256 threads or 1000-wide halves with small spills); the same at 512
+     * threads per SM (up to 128 registers: no spills, half the loads in flight and half the
+     * partial sums). */
     {512, 1, true, FUSED, 1024}, {256, 1, true, FUSED, 1024}, {1024, 1, true, FUSED, 1024},
     {128, 1, true, FUSED, 1024}, {64, 4, true, FUSED, 1024},  {512, 1, true, FUSED, 512},
     {256, 1, true, FUSED, 512},  {128, 1, true, FUSED, 512},  {64, 4, true, FUSED, 512},
@@ -244,14 +244,48 @@ static void rows_knob_name(int knob, char *buf, size_t size)
              kn->how == FUSED && kn->sm_threads < 1024 ? "_half" : "");
 }
 
-/* Mode A: table order, except that fused plans (which read a norm backward's inputs once
- * rather than twice) and split plans (supported only for few long rows, which would
- * otherwise leave most of the GPU idle) come first. */
+/* How far a plan lies from what the H200 measured fastest (dnnjit-bench rows --all-plans,
+ * effective TB/s), in octaves of threads per row; mode B's cost takes each as about 15% of
+ * the bandwidth, which is what an octave cost there.
+ * - One row per block of a thread per 32 bytes of the row (of its narrowest tensor), at
+ *   least 128 threads (four warps) and at most 512. 4096-wide bf16 rows (8 KB) ran at
+ *   4.01-4.15 TB/s at 256 threads (two vectors a thread) against 3.97-4.10 at 64 and 128
+ *   and 2.87-3.48 at 512 (one vector a thread: too little in flight); 32768-wide ones
+ *   (64 KB) at 3.87-3.99 at 512 against 2.67-3.99 at 1024 (two blocks an SM, each idle
+ *   at its block-wide reductions), and their backward ops, which fit only 1024 threads,
+ *   at 2.01-4.26 against 1.72-2.56 streamed. 1000-wide fp16 rows (2000 bytes) ran at
+ *   3.09-3.52 TB/s at 128 threads one element at a time (softmax, RMS norm, softmax
+ *   backward: the best or within 2%), against 1.65-2.05 for 64 threads of vectors and
+ *   2.26-2.41 at 256 threads; layer norm and add + RMS norm took 2.62-2.63 there against
+ *   2.91-2.92 at 16 threads of vectors, which gave RMS norm, the cheaper op, only 2.72.
+ * - Access one element at a time, half an octave: at the same threads per row vectors
+ *   ran 1.10-1.19 times as fast on 4096-wide rows (1.55 for add + RMS norm). A row of
+ *   fewer vectors than the preferred threads (1000 fp16 elements are 125) has no vector
+ *   plan there, and the scalar one at the preferred count beats vectors an octave away.
+ * - A fused norm backward at 1024 threads per SM, two octaves: its twin at 512 (_half:
+ *   up to 128 registers a thread without spills, half the partial sums) ran at 2.51-2.98
+ *   TB/s against 2.23-2.30 (4096-wide bf16, 256 threads) and 2.55-2.65 against 1.78-1.85
+ *   (1000-wide fp16, 64 threads). */
+static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    double preferred = (double)pb->geo.cols * pb->elem / 32.0;
+    preferred = preferred < 128.0 ? 128.0 : preferred > 512.0 ? 512.0 : preferred;
+    double octaves = fabs(log2((double)kn->tpr / preferred));
+    return octaves + (kn->vector ? 0.0 : 0.5) + (kn->how == FUSED && kn->sm_threads == 1024 ? 2.0 : 0.0);
+}
+
+/* Mode A: split plans (supported only for few long rows, which would otherwise leave most
+ * of the GPU idle), then fused ones (which read a norm backward's inputs once rather than
+ * twice: at 256 threads 2.51-2.98 TB/s against 2.22-2.34 for the same threads with column
+ * blocks), then register plans, then stream plans; within each the smallest penalty,
+ * table order among equals. */
 static double rows_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
-    (void)g;
-    (void)grp;
-    return knobs[knob].how == SPLIT || knobs[knob].how == FUSED ? knob - KNOB_COUNT : knob;
+    dnnjit__rows_problem_t pb;
+    dnnjit__rows_problem(g, grp, &pb);
+    const knob_t *kn = &knobs[knob];
+    int rank = kn->how == SPLIT ? 0 : kn->how == FUSED ? 1 : kn->how == REGISTERS ? 2 : 3;
+    return 100.0 * rank + plan_penalty(&pb, kn);
 }
 
 static double tensor_bytes(dnnjit_graph_t g, dnnjit_tensor_t id)
@@ -264,7 +298,8 @@ static double tensor_bytes(dnnjit_graph_t g, dnnjit_tensor_t id)
 static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     /* A launch (~2 us), then the longer of two bounds: bytes over an H200's ~3.8 TB/s,
-     * slowed by scalar access, threads idling past the row's end and block-wide reductions;
+     * slowed by threads idling past the row's end and by 0.85 to the plan's penalty (see
+     * plan_penalty);
      * and memory latency (~1 us) for every time the row reads fill what a plan keeps in
      * flight (at least once).
      * Streamed passes after the first count a third of their bytes when they hit L2, and
@@ -295,7 +330,7 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     int64_t seg_cols, split = split_of(&pb, kn, &seg_cols);
     double chunks = (double)chunks_of(&pb, kn);
     double used = (double)seg_cols / (chunks * kn->tpr * vec);
-    double rate = 3.8e6 * (kn->vector ? 1.0 : 0.6) * used * (kn->tpr > 32 ? 0.92 : 1.0);
+    double rate = 3.8e6 * used * pow(0.85, plan_penalty(&pb, kn));
     /* In flight: each thread's whole share of the row when it stays in registers, else up
      * to four chunks, over the threads the GPU holds at once. */
     double element = (double)dnnjit_data_type_size(dnnjit__tensor(g, pb.op->in[0])->resolved_type);

@@ -33,6 +33,7 @@ typedef struct dnnjit__rows_problem {
     const dnnjit__node_t *op;
     int64_t op_pos; /* the row op's position in grp->nodes */
     dnnjit__row_geometry_t geo;
+    int elem;          /* bytes per element of the narrowest row tensor in memory (16: none) */
     int vec;           /* elements per vector access (16 bytes of the narrowest row tensor); 1: none */
     int kept_inputs;   /* full inputs the op reads in more than one pass (0: one pass) */
     int kept_size[2];  /* bytes per element each keeps in registers (see dnnjit__rows_kept_type) */

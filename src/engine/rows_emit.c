@@ -65,8 +65,8 @@ static const dnnjit__tensor_t *memory_tensor(const dnnjit__rows_problem_t *pb, i
 }
 
 /* 16 bytes of the narrowest tensor read or written along the row, when the row length and
- * at least one such tensor's row starts allow whole vectors; else 1. */
-static int vector_width(const dnnjit__rows_problem_t *pb)
+ * at least one such tensor's row starts allow whole vectors; else 1. Sets pb->elem. */
+static int vector_width(dnnjit__rows_problem_t *pb)
 {
     size_t narrowest = 16;
     int64_t n = pb->grp->input_count + pb->grp->output_count;
@@ -77,6 +77,7 @@ static int vector_width(const dnnjit__rows_problem_t *pb)
             narrowest = size < narrowest ? size : narrowest;
         }
     }
+    pb->elem = (int)narrowest;
     int vec = (int)(16 / narrowest);
     for (int64_t i = 0; i < n; i++) {
         const dnnjit__tensor_t *t = memory_tensor(pb, i);
