@@ -141,30 +141,53 @@ static void mark_gemm_chains(dnnjit_graph_t g, const dnnjit__tensor_t **gemm_sha
     }
 }
 
-/* Claims the prologue of row op r (see the top of this file): claimed[p] = r. Nodes are
- * visited from r backwards, so that every reader of a node is decided before the node. */
-static void claim_prologue(dnnjit_graph_t g, int64_t r, const dnnjit__tensor_t **gemm_shape, int64_t *claimed)
+/* Whether a node claimed nothing yet may join anchor r's prologue as far as its own kind and
+ * output go: a pointwise node making a tensor of `shape` (virtual too, when `virtual_only`),
+ * that cannot extend a matmul's epilogue (gemm_shape), which the greedy pass prefers. */
+static bool prologue_candidate(dnnjit_graph_t g, const dnnjit__node_t *n, const dnnjit__tensor_t *shape,
+                               bool virtual_only, const dnnjit__tensor_t *gemm_shape)
 {
-    const dnnjit__node_t *row_op = &g->nodes[r];
-    const dnnjit__tensor_t *row_shape = dnnjit__tensor(g, row_op->in[0]);
+    return n->op == DNNJIT_OP_POINTWISE && !gemm_shape && (!virtual_only || out0(g, n)->is_virtual) &&
+           same_shape(out0(g, n), shape);
+}
+
+/* Whether node m may read the output of a prologue node of anchor r at its input k. */
+typedef bool (*prologue_reader_ok_t)(dnnjit_graph_t g, int64_t r, int slot, int64_t m, int k, const int64_t *claimed);
+
+/* Claims anchor r's prologue: claimed[p] = r for each candidate node p whose every reader
+ * passes reader_ok and of which at least one is r or a node already claimed for r. Nodes are
+ * visited from r backwards, so that every reader of a node is decided before the node. */
+static void claim_backwards(dnnjit_graph_t g, int64_t r, int slot, const dnnjit__tensor_t *shape, bool virtual_only,
+                            prologue_reader_ok_t reader_ok, const dnnjit__tensor_t **gemm_shape, int64_t *claimed)
+{
     for (int64_t p = r - 1; p >= 0; p--) {
         const dnnjit__node_t *n = &g->nodes[p];
-        if (claimed[p] >= 0 || n->op != DNNJIT_OP_POINTWISE || gemm_shape[p] || !same_shape(out0(g, n), row_shape))
+        if (claimed[p] >= 0 || !prologue_candidate(g, n, shape, virtual_only, gemm_shape[p]))
             continue;
         bool linked = false, ok = true;
         for (int64_t m = p + 1; m < g->node_count && ok; m++)
             for (int k = 0; k < DNNJIT__MAX_INPUTS && ok; k++) {
                 if (g->nodes[m].in[k] != n->out[0])
                     continue;
-                if (m == r)
-                    ok = dnnjit__row_full_input(row_op->op, k);
-                else
-                    ok = claimed[m] == r || m > r;
+                ok = reader_ok(g, r, slot, m, k, claimed);
                 linked |= m == r || claimed[m] == r;
             }
         if (ok && linked)
             claimed[p] = r;
     }
+}
+
+/* A row op's prologue (see the top of this file) may be read by the row op at an input it
+ * reads whole, by its own prologue, and by anything after the row op. */
+static bool row_reader_ok(dnnjit_graph_t g, int64_t r, int slot, int64_t m, int k, const int64_t *claimed)
+{
+    (void)slot;
+    return m == r ? dnnjit__row_full_input(g->nodes[r].op, k) : claimed[m] == r || m > r;
+}
+
+static void claim_prologue(dnnjit_graph_t g, int64_t r, const dnnjit__tensor_t **gemm_shape, int64_t *claimed)
+{
+    claim_backwards(g, r, 0, dnnjit__tensor(g, g->nodes[r].in[0]), false, row_reader_ok, gemm_shape, claimed);
 }
 
 /* ---- matmul prologues ------------------------------------------------------------ */
@@ -186,27 +209,15 @@ static void claim_prologue(dnnjit_graph_t g, int64_t r, const dnnjit__tensor_t *
  * Whatever a claimed node reads is made before it, by a node that is not claimed by a later
  * anchor (such a node's readers all come after that anchor or belong to its prologue), so
  * it exists by the time the matmul's group runs. */
+static bool gemm_reader_ok(dnnjit_graph_t g, int64_t r, int slot, int64_t m, int k, const int64_t *claimed)
+{
+    return m == r ? k == slot : claimed[m] == r && dnnjit__prologue_slot(g, r, m) == slot;
+}
+
 static void claim_gemm_prologue(dnnjit_graph_t g, int64_t r, int slot, const dnnjit__tensor_t **gemm_shape,
                                 int64_t *claimed)
 {
-    const dnnjit__node_t *mm = &g->nodes[r];
-    const dnnjit__tensor_t *operand = dnnjit__tensor(g, mm->in[slot]);
-    for (int64_t p = r - 1; p >= 0; p--) {
-        const dnnjit__node_t *n = &g->nodes[p];
-        if (claimed[p] >= 0 || n->op != DNNJIT_OP_POINTWISE || gemm_shape[p] || !out0(g, n)->is_virtual ||
-            !same_shape(out0(g, n), operand))
-            continue;
-        bool linked = false, ok = true;
-        for (int64_t m = p + 1; m < g->node_count && ok; m++)
-            for (int k = 0; k < DNNJIT__MAX_INPUTS && ok; k++) {
-                if (g->nodes[m].in[k] != n->out[0])
-                    continue;
-                ok = m == r ? k == slot : claimed[m] == r && dnnjit__prologue_slot(g, r, m) == slot;
-                linked = true;
-            }
-        if (ok && linked)
-            claimed[p] = r;
-    }
+    claim_backwards(g, r, slot, dnnjit__tensor(g, g->nodes[r].in[slot]), true, gemm_reader_ok, gemm_shape, claimed);
 }
 
 int dnnjit__prologue_slot(dnnjit_graph_t g, int64_t mm, int64_t node)
