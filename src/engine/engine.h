@@ -85,6 +85,11 @@ typedef struct dnnjit__engine {
     /* Mode A: optional; true when the knob should rank after the next engine's knobs (a
      * problem too small for this engine to pay, say) instead of before them. */
     bool (*defer)(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob);
+    /* Mode FALLBACK: optional; the engine's simplest knob for a group the fallback engine
+     * refuses (a row op fused with pointwise nodes, which the fallback engine would run
+     * without them), or -1 with `why` (if non-NULL) saying why it cannot serve either. */
+    int (*fallback_knob)(dnnjit_graph_t g, const dnnjit__group_t *grp, const char *arch, char *why,
+                         size_t why_size);
     /* Optional: DNNJIT_BEHAVIOR_NOTE_* bits the knob adds to a plan's notes. */
     uint32_t (*notes)(int knob);
     dnnjit_status_t (*generate)(dnnjit_graph_t g, const dnnjit__partition_t *p, const dnnjit__group_t *grp,

@@ -2,7 +2,6 @@
 #include "engine/plan.h"
 
 #include "engine/canonical.h"
-#include "engine/rows.h"
 #include "common/strbuf.h"
 #include "jit/jit.h"
 #include "runtime/runtime.h"
@@ -145,13 +144,12 @@ static int64_t rank_canonical(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnj
                 n++;
             }
     }
-    /* The fallback engine runs a row op alone, so a row op fused with pointwise nodes (one
-     * group for every mode: the partition does not depend on the mode) takes the rows
-     * engine's simplest plan under FALLBACK rather than a partition of its own. */
-    if (mode == DNNJIT_HEUR_MODE_FALLBACK && n == 0 && grp->kind == DNNJIT__GROUP_ROW) {
-        int k = dnnjit__rows_fallback_knob(g, grp, arch, NULL, 0);
+    /* A group the fallback engine refuses (the partition, one for every mode, may fuse what
+     * it runs alone) takes the simplest plan of an engine that offers one for FALLBACK. */
+    for (const dnnjit__engine_t *const *e = dnnjit__engines; *e && !n && mode == DNNJIT_HEUR_MODE_FALLBACK; e++) {
+        int k = (*e)->fallback_knob ? (*e)->fallback_knob(g, grp, arch, NULL, 0) : -1;
         if (k >= 0)
-            out[n++] = (candidate_t){.choice = {&dnnjit__engine_rows, k}, .cost = dnnjit__engine_rows.cost(g, grp, k)};
+            out[n++] = (candidate_t){.choice = {*e, k}, .cost = (*e)->cost(g, grp, k)};
     }
     if (mode == DNNJIT_HEUR_MODE_B)
         qsort(out, (size_t)n, sizeof *out, by_cost);
@@ -183,8 +181,9 @@ static int64_t rank_group(dnnjit_graph_t g, int64_t group, dnnjit_heur_mode_t mo
     for (const dnnjit__engine_t *const *e = dnnjit__engines; *e && !n; e++)
         for (int k = 0; k < (*e)->knob_count && (mode != DNNJIT_HEUR_MODE_FALLBACK || is_fallback(*e)); k++)
             (*e)->supports(g, grp, k, arch, why, why_size);
-    if (!n && mode == DNNJIT_HEUR_MODE_FALLBACK && grp->kind == DNNJIT__GROUP_ROW)
-        dnnjit__rows_fallback_knob(g, grp, arch, why, why_size);
+    for (const dnnjit__engine_t *const *e = dnnjit__engines; *e && !n && mode == DNNJIT_HEUR_MODE_FALLBACK; e++)
+        if ((*e)->fallback_knob)
+            (*e)->fallback_knob(g, grp, arch, why, why_size);
     return n;
 }
 

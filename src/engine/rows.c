@@ -225,8 +225,11 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     return !*reason;
 }
 
-int dnnjit__rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, const char *arch, char *why,
-                               size_t why_size)
+/* Mode FALLBACK must run every valid graph: the fallback engine runs a row op alone, so a
+ * row op fused with pointwise nodes takes the simplest rows plan instead (one element at a
+ * time, no split rows). */
+static int rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, const char *arch, char *why,
+                              size_t why_size)
 {
     /* Table order among the scalar plans: the fewest threads per row that hold the row in
      * registers, else a streaming block; every row length has one. */
@@ -466,5 +469,6 @@ const dnnjit__engine_t dnnjit__engine_rows = {
     .knob_name = rows_knob_name,
     .cost = rows_cost,
     .rule = rows_rule,
+    .fallback_knob = rows_fallback_knob,
     .generate = rows_generate,
 };

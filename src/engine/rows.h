@@ -57,13 +57,6 @@ bool dnnjit__rows_vector_view(const dnnjit__rows_problem_t *pb, const dnnjit__ro
  * FLOAT otherwise. */
 dnnjit_data_type_t dnnjit__rows_kept_type(const dnnjit__rows_problem_t *pb, dnnjit_tensor_t id);
 
-/* The rows engine's plan for heuristic mode FALLBACK, which must run every valid graph: the
- * fallback engine runs a row op alone, so a row op fused with pointwise nodes takes the
- * simplest rows plan instead (one element at a time, no split rows). The knob, or -1 (with
- * `why`) when none is supported. */
-int dnnjit__rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, const char *arch, char *why,
-                               size_t why_size);
-
 /* Whether a tensor is one the group writes to memory. */
 bool dnnjit__rows_writes(const dnnjit__group_t *grp, dnnjit_tensor_t id);
 
