@@ -76,8 +76,12 @@ dnnjit_status_t dnnjit_graph_build_operation_graph(dnnjit_graph_t g)
     }
     int64_t groups = state->partition.group_count;
     state->canon = calloc((size_t)(groups ? groups : 1), sizeof *state->canon);
-    s = state->canon ? DNNJIT_STATUS_SUCCESS
-                     : dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "build_operation_graph: out of memory");
+    /* Execute's record of the buffers it has checked, made here because execute allocates
+     * nothing. */
+    state->device_checked = calloc((size_t)g->tensor_count + 1, sizeof *state->device_checked);
+    s = state->canon && state->device_checked
+            ? DNNJIT_STATUS_SUCCESS
+            : dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "build_operation_graph: out of memory");
     for (int64_t i = 0; i < groups && !s; i++)
         s = dnnjit__canonical_make(g, &state->partition.groups[i], &state->canon[i]);
     if (s) {

@@ -39,7 +39,7 @@ typedef struct dnnjit__jit_state {
     int64_t chosen; /* -1 before a plan is built */
     /* Per tensor (id - 1), the last buffer execute found to be device memory, so that a
      * graph run again on the same buffers skips the driver's pointer queries (about a
-     * microsecond each). Allocated by the first execute. */
+     * microsecond each). Allocated with the state. */
     const void **device_checked;
 } dnnjit__jit_state_t;
 

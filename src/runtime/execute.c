@@ -55,15 +55,13 @@ static dnnjit_status_t check_entries(dnnjit_graph_t g, const dnnjit_variant_t *p
  * the buffers are device memory, and that pass-by-value scalars are not. */
 static dnnjit_status_t check_buffers(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n)
 {
-    if (!g->jit->device_checked)
-        g->jit->device_checked = calloc((size_t)g->tensor_count + 1, sizeof *g->jit->device_checked);
-    const void **checked = g->jit->device_checked; /* NULL when out of memory: then no shortcut */
+    const void **checked = g->jit->device_checked;
     for (int64_t i = 0; i < g->tensor_count; i++) {
         const dnnjit__tensor_t *t = &g->tensors[i];
         if (t->is_virtual || t->has_value)
             continue;
         const dnnjit_variant_t *v = find_uid(pack, n, t->uid);
-        if (v && checked && checked[i] == v->ptr)
+        if (v && checked[i] == v->ptr)
             continue;
         char who[300];
         snprintf(who, sizeof who, "tensor \"%s\" (uid %lld)", t->name, (long long)t->uid);
@@ -77,8 +75,7 @@ static dnnjit_status_t check_buffers(dnnjit_graph_t g, const dnnjit_variant_t *p
             snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
             return dnnjit__fail(g, s, "%s", cause);
         }
-        if (checked)
-            checked[i] = v->ptr;
+        checked[i] = v->ptr;
     }
     return DNNJIT_STATUS_SUCCESS;
 }
