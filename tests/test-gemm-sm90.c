@@ -328,13 +328,7 @@ static void refusals(void **state)
     }
     /* A = relu(X) computed in a prologue is not in memory for TMA to load. */
     {
-        dnnjit_graph_t g = NULL;
-        TU_OK(dnnjit_graph_create(NULL,
-                                  &(dnnjit_graph_attr_t){.name = "prologue",
-                                                         .io_data_type = DNNJIT_DATA_TYPE_BFLOAT16,
-                                                         .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
-                                                         .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
-                                  &g));
+        dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_BFLOAT16);
         dnnjit_tensor_t x = tu_tensor(g, "X", 3, TU_DIMS(1, 256, 256), NULL, 0), a, c;
         dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 256, 256), NULL, 0);
         TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "relu", .mode = DNNJIT_POINTWISE_RELU_FWD},
@@ -374,15 +368,6 @@ static void refusals(void **state)
     dnnjit_graph_destroy(g);
 }
 
-/* The first plan of a mode, by name. */
-static char *first_plan(dnnjit_graph_t g, dnnjit_heur_mode_t mode)
-{
-    TU_OK(dnnjit_graph_create_execution_plans(g, &mode, 1));
-    char *name = NULL;
-    TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
-    return name;
-}
-
 /* On sm_90a, mode A puts the engine first for big problems and the sm_80 engine first for
  * tiny ones (seed 000's shape), with this engine's plans next; on sm_80 it has none. */
 static void heuristics(void **state)
@@ -393,11 +378,11 @@ static void heuristics(void **state)
     TU_OK(dnnjit_handle_create_for_arch("sm_80", &h80));
     dnnjit_graph_t big = gemm_graph(h90, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
                                     (shape_t){4096, 4096, 4096, 1, false, false, false, 0});
-    char *a = first_plan(big, DNNJIT_HEUR_MODE_A);
+    char *a = tu_first_plan(big, DNNJIT_HEUR_MODE_A);
     /* 128x256 tiles: 512 of them, in four rounds of 132 CTAs like 1024 128x128 ones; four
      * stages, which measured fastest; the staged epilogue, fastest of the variants. */
     assert_string_equal(a, "gemm_sm90_128x256x64_s4_staged");
-    char *b = first_plan(big, DNNJIT_HEUR_MODE_B);
+    char *b = tu_first_plan(big, DNNJIT_HEUR_MODE_B);
     assert_int_equal(strncmp(b, "gemm_sm90_", 10), 0);
     dnnjit_free(a);
     dnnjit_free(b);
@@ -407,7 +392,7 @@ static void heuristics(void **state)
      * ones their 32 (97%); four stages again (1910 us on the H200 against 1981 with five). */
     dnnjit_graph_t batched = gemm_graph(h90, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
                                         (shape_t){4096, 4096, 4096, 8, false, false, false, 0});
-    a = first_plan(batched, DNNJIT_HEUR_MODE_A);
+    a = tu_first_plan(batched, DNNJIT_HEUR_MODE_A);
     assert_string_equal(a, "gemm_sm90_128x128x64_s4_staged");
     dnnjit_free(a);
     dnnjit_graph_destroy(batched);
@@ -434,7 +419,7 @@ static void heuristics(void **state)
 
     dnnjit_graph_t on80 = gemm_graph(h80, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
                                      (shape_t){4096, 4096, 4096, 1, false, false, false, 0});
-    a = first_plan(on80, DNNJIT_HEUR_MODE_A);
+    a = tu_first_plan(on80, DNNJIT_HEUR_MODE_A);
     assert_int_equal(strncmp(a, "gemm_sm90", 9) != 0 && strncmp(a, "gemm_", 5) == 0, 1);
     dnnjit_free(a);
     dnnjit_graph_destroy(on80);

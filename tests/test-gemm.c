@@ -296,15 +296,6 @@ static void refusals(void **state)
     }
 }
 
-/* The first plan of a mode, by name. */
-static char *first_plan(dnnjit_graph_t g, dnnjit_heur_mode_t mode)
-{
-    TU_OK(dnnjit_graph_create_execution_plans(g, &mode, 1));
-    char *name = NULL;
-    TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
-    return name;
-}
-
 static void heuristics(void **state)
 {
     (void)state;
@@ -323,7 +314,7 @@ static void heuristics(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = gemm_graph(h, cases[i].io, DNNJIT_DATA_TYPE_FLOAT, cases[i].shape);
-        char *a = first_plan(g, DNNJIT_HEUR_MODE_A);
+        char *a = tu_first_plan(g, DNNJIT_HEUR_MODE_A);
         if (strncmp(a, cases[i].mode_a_prefix, strlen(cases[i].mode_a_prefix)) != 0)
             fail_msg("case %zu: mode A chose %s, expected %s...", i, a, cases[i].mode_a_prefix);
         /* Exact plans before TF32 ones in mode A, and only TF32 plans carry the note. */
@@ -346,7 +337,7 @@ static void heuristics(void **state)
             dnnjit_free(name);
         }
         /* Mode B ranks by the cost model: its first plan is a tensor-core one. */
-        char *b = first_plan(g, DNNJIT_HEUR_MODE_B);
+        char *b = tu_first_plan(g, DNNJIT_HEUR_MODE_B);
         assert_int_equal(strncmp(b, "gemm_", 5), 0);
         dnnjit_free(a);
         dnnjit_free(b);

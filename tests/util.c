@@ -28,6 +28,14 @@ dnnjit_graph_t tu_graph(dnnjit_data_type_t io_type)
     return g;
 }
 
+char *tu_first_plan(dnnjit_graph_t g, dnnjit_heur_mode_t mode)
+{
+    TU_OK(dnnjit_graph_create_execution_plans(g, &mode, 1));
+    char *name = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(g, 0, &name));
+    return name;
+}
+
 dnnjit_tensor_t tu_tensor(dnnjit_graph_t g, const char *name, int ndim, const int64_t *dim, const int64_t *stride,
                           dnnjit_data_type_t type)
 {

@@ -33,6 +33,10 @@ dnnjit_tensor_t tu_tensor(dnnjit_graph_t g, const char *name, int ndim, const in
                           dnnjit_data_type_t type);
 #define TU_DIMS(...) (int64_t[]){__VA_ARGS__}
 
+/* Makes the plan list of one heuristic mode and returns its first plan's name (free with
+ * dnnjit_free). */
+char *tu_first_plan(dnnjit_graph_t g, dnnjit_heur_mode_t mode);
+
 /* Deterministic pseudo-random numbers (xorshift), uniform in [lo, hi). */
 void tu_seed(uint64_t seed);
 double tu_uniform(double lo, double hi);
