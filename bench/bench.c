@@ -10,7 +10,8 @@
  *                            when an earlier run left it there; NVRTC's load included, as no
  *                            device handle starts it early) and the median memory-cache build
  *   dnnjit-bench gemm [--all-plans]
- *                            4096^3 bf16 GEMM and 8x4096^3 bf16 bmm + bias + relu: mode A's
+ *                            4096^3 bf16 GEMM, 8x4096^3 bf16 bmm + bias + relu, and 8192^3
+ *                            fp8 E4M3 (B K-major) times a scale into bf16: mode A's
  *                            plan and the fastest listed plan, device time and TFLOP/s, and
  *                            the fastest plan of each tensor-core engine (sm90_*: the TMA +
  *                            wgmma engine, sm80_*: the mma.sync one); with --all-plans also
@@ -139,12 +140,15 @@ static double device_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack,
 /* One GEMM case of the benchmark: C = act(A @ B + bias) with 16-bit `io` and float compute,
  * A [batch, m, k] row-major and B [batch, k, n] row-major (or, `b_weight`, the transpose
  * of a row-major [batch, n, k], as nn.Linear holds its weight); bias [1, 1, n] and relu
- * when `epilogue`. */
+ * when `epilogue`. With `operands` (an fp8 type), A and B are of that type and C = (A @ B)
+ * * scale, a float [1, 1, 1] tensor standing for the product of their per-tensor scales,
+ * as torch._scaled_mm computes. */
 typedef struct gemm_case {
     const char *name;
     dnnjit_data_type_t io;
     int64_t batch, m, n, k;
     bool epilogue, b_weight;
+    dnnjit_data_type_t operands; /* 0: io */
 } gemm_case_t;
 
 static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, const gemm_case_t *c, dnnjit_tensor_t io[4])
@@ -155,14 +159,22 @@ static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, const gemm_case_t *c, dnnjit
     CHECK(dnnjit_graph_create(h, &(dnnjit_graph_attr_t){.name = "gemm", .io_data_type = c->io,
                                                          .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
                               &g));
-    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "A", .ndim = 3, .dim = (int64_t[]){batch, m, k}}, &io[0]));
+    CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "A", .ndim = 3, .dim = (int64_t[]){batch, m, k},
+                                                         .data_type = c->operands},
+                              &io[0]));
     const int64_t *b_stride = c->b_weight ? (int64_t[]){n * k, 1, k} : NULL;
     CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "B", .ndim = 3, .dim = (int64_t[]){batch, k, n},
-                                                         .stride = b_stride},
+                                                         .stride = b_stride, .data_type = c->operands},
                               &io[1]));
     CHECK(dnnjit_graph_matmul(g, io[0], io[1], NULL, &io[3]));
     io[2] = DNNJIT_TENSOR_NONE;
-    if (epilogue) {
+    if (c->operands) {
+        CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "scale", .ndim = 3, .dim = (int64_t[]){1, 1, 1},
+                                                             .data_type = DNNJIT_DATA_TYPE_FLOAT},
+                                  &io[2]));
+        CHECK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, io[3], io[2], 0,
+                                     &io[3]));
+    } else if (epilogue) {
         CHECK(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "bias", .ndim = 3, .dim = (int64_t[]){1, 1, n}},
                                   &io[2]));
         CHECK(dnnjit_graph_bias(g, "bias", io[3], io[2], &io[3]));
@@ -208,21 +220,24 @@ static size_t gemm_buffers(dnnjit_graph_t g, const gemm_case_t *c, const dnnjit_
                            dnnjit__cu_deviceptr_t buf[4], dnnjit_variant_t pack[4])
 {
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
-    int64_t sizes[4] = {c->batch * c->m * c->k, c->batch * c->k * c->n, c->n, c->batch * c->m * c->n};
+    int64_t sizes[4] = {c->batch * c->m * c->k, c->batch * c->k * c->n, c->operands ? 1 : c->n,
+                        c->batch * c->m * c->n};
     size_t count = 0;
     for (int i = 0; i < 4; i++) {
         if (!io[i])
             continue;
-        CU(cu->cuMemAlloc(&buf[count], (size_t)sizes[i] * 2));
-        /* Pseudo-random 16-bit values in +-[1, 2) (not zeros, which would flatter the tensor
-         * cores' power draw): random mantissa and sign under the exponent of 1.0. */
-        uint16_t *host = malloc((size_t)sizes[i] * 2);
+        dnnjit_tensor_info_t info;
+        CHECK(dnnjit_tensor_get_info(g, io[i], &info));
+        size_t bytes = (size_t)sizes[i] * dnnjit_data_type_size(info.data_type);
+        CU(cu->cuMemAlloc(&buf[count], bytes));
+        /* Pseudo-random values in +-[1, 2) (not zeros, which would flatter the tensor cores'
+         * power draw), in the tensor's type. */
+        void *host = malloc(bytes);
         for (int64_t j = 0; j < sizes[i]; j++) {
             uint32_t r = (uint32_t)j * 2654435761u;
-            host[j] = c->io == DNNJIT_DATA_TYPE_HALF ? (uint16_t)(0x3c00u | (r >> 22) | (r >> 9 & 0x8000u))
-                                                     : (uint16_t)(0x3f80u | (r >> 25) | (r >> 9 & 0x8000u));
+            dnnjit_element_store(info.data_type, host, j, (r >> 31 ? -1.0 : 1.0) * (1.0 + (r & 0xffffffu) / 16777216.0));
         }
-        CU(cu->cuMemcpyHtoD(buf[count], host, (size_t)sizes[i] * 2));
+        CU(cu->cuMemcpyHtoD(buf[count], host, bytes));
         free(host);
         int64_t uid;
         CHECK(dnnjit_tensor_get_uid(g, io[i], &uid));
@@ -354,7 +369,7 @@ static void gemm_sweep(dnnjit_handle_t h)
         for (int64_t size = 2048; size <= 8192; size *= 2) {
             snprintf(names[count], sizeof names[count], "gemm_sweep/%s/%lldx%lldx%lld", t ? "fp16" : "bf16",
                      (long long)size, (long long)size, (long long)size);
-            cases[count] = (gemm_case_t){names[count], types[t], 1, size, size, size, false, false};
+            cases[count] = (gemm_case_t){names[count], types[t], 1, size, size, size, false, false, 0};
             count++;
         }
     static const int64_t llm_m[] = {1, 16, 128, 4096}, llm_nk[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}};
@@ -363,7 +378,7 @@ static void gemm_sweep(dnnjit_handle_t h)
             snprintf(names[count], sizeof names[count], "gemm_sweep/bf16/linear_%lldx%lldx%lld", (long long)llm_m[m],
                      (long long)llm_nk[nk][0], (long long)llm_nk[nk][1]);
             cases[count] = (gemm_case_t){names[count], DNNJIT_DATA_TYPE_BFLOAT16, 1, llm_m[m], llm_nk[nk][0],
-                                         llm_nk[nk][1], false, true};
+                                         llm_nk[nk][1], false, true, 0};
             count++;
         }
     static const int64_t odd[][3] = {{4097, 4095, 4099}, {1000, 77, 1000}};
@@ -371,7 +386,7 @@ static void gemm_sweep(dnnjit_handle_t h)
         snprintf(names[count], sizeof names[count], "gemm_sweep/bf16/%lldx%lldx%lld", (long long)odd[i][0],
                  (long long)odd[i][1], (long long)odd[i][2]);
         cases[count] = (gemm_case_t){names[count], DNNJIT_DATA_TYPE_BFLOAT16, 1, odd[i][0], odd[i][1], odd[i][2],
-                                     false, false};
+                                     false, false, 0};
         count++;
     }
     for (int i = 0; i < count; i++)
@@ -704,12 +719,14 @@ int main(int argc, char **argv)
     }
     if (gemm_only) {
         static const gemm_case_t cases[] = {
-            {"gemm_4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 4096, 4096, 4096, false, false},
-            {"bmm_bias_relu_8x4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 8, 4096, 4096, 4096, true, false},
-            {"seed000_bmm_half", DNNJIT_DATA_TYPE_HALF, 4, 64, 64, 128, false, false},
+            {"gemm_4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 4096, 4096, 4096, false, false, 0},
+            {"bmm_bias_relu_8x4096_bf16", DNNJIT_DATA_TYPE_BFLOAT16, 8, 4096, 4096, 4096, true, false, 0},
+            {"gemm_8192_fp8_e4m3", DNNJIT_DATA_TYPE_BFLOAT16, 1, 8192, 8192, 8192, false, true,
+             DNNJIT_DATA_TYPE_FP8_E4M3},
+            {"seed000_bmm_half", DNNJIT_DATA_TYPE_HALF, 4, 64, 64, 128, false, false, 0},
         };
         bool all_plans = argc > 2 && strcmp(argv[2], "--all-plans") == 0;
-        for (size_t i = 0; i < (all_plans ? 3u : 2u); i++)
+        for (size_t i = 0; i < (all_plans ? 4u : 3u); i++)
             bench_gemm(h, &cases[i], all_plans);
         gemm_sweep(h);
         dnnjit_handle_destroy(h);

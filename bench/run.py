@@ -84,8 +84,10 @@ def torch_peers():
 
 
 def gemm_peers(torch, time_us):
-    """cuBLAS through torch on the GEMM cases of dnnjit-bench gemm: bf16 4096^3, and
-    8x4096^3 bmm + bias + relu as eager ops, as baddbmm + relu, and under torch.compile."""
+    """cuBLAS through torch on the GEMM cases of dnnjit-bench gemm: bf16 4096^3,
+    8x4096^3 bmm + bias + relu as eager ops, as baddbmm + relu, and under torch.compile, and
+    fp8 E4M3 8192^3 with per-tensor scales into bf16 through torch._scaled_mm (which wants
+    B column-major, as dnnjit's case has it)."""
     n = 4096
     A = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     B = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -97,8 +99,18 @@ def gemm_peers(torch, time_us):
         return torch.relu(torch.bmm(bA, bB) + bias)
 
     compiled = torch.compile(eager)
+    m8 = 8192
+    a8 = torch.randn(m8, m8, device="cuda").to(torch.float8_e4m3fn)
+    b8 = torch.randn(m8, m8, device="cuda").to(torch.float8_e4m3fn).t()
+    scale_a = torch.tensor(0.5, device="cuda")
+    scale_b = torch.tensor(2.0, device="cuda")
+
+    def scaled_mm():
+        return torch._scaled_mm(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
+
     return {
         "gemm_4096_bf16": {"cublas_us": time_us(lambda: torch.matmul(A, B), calls=10, repeats=9)},
+        "gemm_8192_fp8_e4m3": {"torch_scaled_mm_us": time_us(scaled_mm, calls=5, repeats=9)},
         "bmm_bias_relu_8x4096_bf16": {
             "torch_eager_us": time_us(eager, calls=5, repeats=9),
             "torch_baddbmm_us": time_us(lambda: torch.relu(torch.baddbmm(bias, bA, bB)), calls=5, repeats=9),
@@ -175,7 +187,7 @@ def main():
             cases.update(run_bench(binary, ["rows"] + (["--all-plans"] if args.rows_all_plans else []), cache))
     peers = torch_peers()
     for case in ("sigmoid_fma_64M_half", "seed000_bmm_half", "seed004_matmul_bias_half", "gemm_4096_bf16",
-                 "bmm_bias_relu_8x4096_bf16"):
+                 "bmm_bias_relu_8x4096_bf16", "gemm_8192_fp8_e4m3"):
         cases[case].update(peers[case])
     for case, times in sweep_peers(cases).items():
         cases[case].update(times)
@@ -211,6 +223,8 @@ def table(result):
         gemm_row(c, "gemm_4096_bf16", "GEMM 4096³ bf16", {"cuBLAS (torch.matmul)": "cublas_us"}),
         gemm_row(c, "bmm_bias_relu_8x4096_bf16", "bmm + bias + relu 8×4096³ bf16",
                  {"eager": "torch_eager_us", "baddbmm+relu": "torch_baddbmm_us", "compile": "torch_compile_us"}),
+        gemm_row(c, "gemm_8192_fp8_e4m3", "GEMM 8192³ fp8 E4M3 × scale → bf16",
+                 {"torch._scaled_mm": "torch_scaled_mm_us"}),
         ("cold build (generate + NVRTC + load)", f"{c['build_cold']['us'] / 1e3:.1f} ms", ""),
         ("build, warm disk cache (new process)", f"{c['build_warm_disk_cache']['us'] / 1e3:.2f} ms", ""),
         ("build, warm memory cache", f"{c['build_warm_memory_cache']['us']:.0f} µs", ""),

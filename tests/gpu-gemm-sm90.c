@@ -1,5 +1,6 @@
 /* GPU: the sm_90a GEMM engine (TMA + wgmma), its plans among those heuristics A and B list,
- * against the float64 reference on fresh random data with poisoned outputs: fp16 and bf16;
+ * against the float64 reference on fresh random data with poisoned outputs: fp16, bf16 and
+ * fp8 (E4M3, E5M2, with a per-tensor scale);
  * odd M, N and K where TMA's 16-byte strides allow them; A and B K-major and M/N-major;
  * broadcast and 4-D batches; the direct, staged and clustered variants; fused epilogues
  * (bias + relu, row bias + residual + tanh, scale and cast); every knob at 256^3 and at
@@ -63,9 +64,9 @@ static dnnjit_graph_t build_case(const gemm_case_t *c)
     return g;
 }
 
-/* Runs the graph's sm_90 plans (every one, or the first `limit`) against the reference;
- * fails when there is none. */
-static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit)
+/* Runs the graph's sm_90 plans (every one, or the first `limit`) against the reference,
+ * held to relative error `tol`; fails when there is none. */
+static void run_sm90_plans_within(dnnjit_graph_t g, const char *label, int limit, double tol)
 {
     static uint64_t rng = 0x3c6ef372fe94f82bull;
     static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
@@ -81,14 +82,20 @@ static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit)
             gpu_run_result_t r;
             TU_OK(gpu_run_and_check(g, &rng, -1.0, 1.0, 0, &r));
             printf("  %-36s %-30s rel %.3g\n", label, name, r.max_rel_error);
-            if (!(r.max_rel_error < 1e-2))
-                fail_msg("%s: plan %s: relative error %g exceeds 1e-2", label, name, r.max_rel_error);
+            if (!(r.max_rel_error < tol))
+                fail_msg("%s: plan %s: relative error %g exceeds %g", label, name, r.max_rel_error, tol);
             ran++;
         }
         dnnjit_free(name);
     }
     if (!ran)
         fail_msg("%s: no gemm_sm90 plan was offered", label);
+}
+
+/* 16-bit inputs: 1e-2. */
+static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit)
+{
+    run_sm90_plans_within(g, label, limit, 1e-2);
 }
 
 static void cases_against_reference(void **state)
@@ -117,6 +124,46 @@ static void cases_against_reference(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = build_case(&cases[i]);
         run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2);
+        dnnjit_graph_destroy(g);
+    }
+}
+
+/* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major), the
+ * product times a per-tensor scale: stored as FLOAT, where the fp8 products are exact and
+ * only the order of the fp32 sums differs from the reference (1e-5), and as BFLOAT16
+ * (1e-2). Odd M and N, K a multiple of 16 (rows of 16 bytes) but not of the 128-deep K
+ * tile, broadcast batches. */
+static void fp8_against_reference(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *label;
+        dnnjit_data_type_t a, b, out;
+        int64_t batch_a, batch_b, m, n, k;
+        bool every_knob;
+    } cases[] = {
+        {"every knob 264x200x400 e4m3 float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3,
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 400, true},
+        {"300x72x4096 e4m3 x e5m2 bf16", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2,
+         DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 4096, false},
+        {"7x1000x16 e5m2 x e4m3 float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E4M3,
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 1000, 16, false},
+        {"batch bcast B 1000x77x144 e5m2 float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E5M2,
+         DNNJIT_DATA_TYPE_FLOAT, 3, 1, 1000, 77, 144, false},
+        {"512^3 e4m3 bf16", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_BFLOAT16, 2, 2,
+         512, 512, 512, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = tu_gpu_graph(cases[i].out);
+        int64_t k = cases[i].k, n = cases[i].n;
+        dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(cases[i].batch_a, cases[i].m, k), NULL, cases[i].a);
+        dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(cases[i].batch_b, k, n), TU_DIMS(k * n, 1, k), cases[i].b);
+        dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT), y;
+        TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &y));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, y, scale, 0, &y));
+        TU_OK(dnnjit_tensor_set_output(g, y, true));
+        run_sm90_plans_within(g, cases[i].label, cases[i].every_knob ? 0 : 2,
+                              cases[i].out == DNNJIT_DATA_TYPE_FLOAT ? 1e-5 : 1e-2);
         dnnjit_graph_destroy(g);
     }
 }
@@ -340,6 +387,7 @@ int main(void)
         cmocka_unit_test(autotune_passes_over_refused_plans),
         cmocka_unit_test(cases_against_reference),
         cmocka_unit_test(four_d_batch),
+        cmocka_unit_test(fp8_against_reference),
         cmocka_unit_test(big_sampled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

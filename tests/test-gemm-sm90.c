@@ -285,6 +285,77 @@ static void sass_has_hgmma_and_utmaldg(void **state)
     dnnjit_handle_destroy(h);
 }
 
+/* y = (A @ B) * scale as BFLOAT16, A and B fp8 (of the given types) and K-major: B is
+ * column-major. The scale stands for the product of the operands' per-tensor scales. */
+static dnnjit_graph_t fp8_graph(dnnjit_handle_t h, dnnjit_data_type_t ta, dnnjit_data_type_t tb, int64_t m, int64_t n,
+                                int64_t k)
+{
+    dnnjit_graph_t g = NULL;
+    TU_OK(dnnjit_graph_create(h,
+                              &(dnnjit_graph_attr_t){.name = "fp8",
+                                                     .io_data_type = DNNJIT_DATA_TYPE_BFLOAT16,
+                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
+                                                     .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
+                              &g));
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, m, k), NULL, ta);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, k, n), TU_DIMS(k * n, 1, k), tb), c;
+    dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
+    TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "descale", .mode = DNNJIT_POINTWISE_MUL}, c,
+                                 scale, 0, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    TU_OK(dnnjit_graph_validate(g));
+    return g;
+}
+
+/* fp8 in every pair of E4M3 and E5M2: K tiles of 128 elements (one 128-byte row), boxes of
+ * bytes, the k32 wgmma of the two types without transpose bits, and every knob compiling
+ * for the E4M3 pair (a tile width and variant each for the others). */
+static void fp8_operands(void **state)
+{
+    (void)state;
+    static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2};
+    static const char *const ptx[] = {"e4m3", "e5m2"};
+    for (int i = 0; i < 4; i++) {
+        dnnjit_graph_t g = fp8_graph(NULL, types[i >> 1], types[i & 1], 200, 272, 336);
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        assert_int_equal(p.group_count, 1);
+        int knob = 0;
+        while (!engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0))
+            knob++;
+        dnnjit__kernel_t k;
+        TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+        for (int t = 0; t < 2; t++) {
+            assert_int_equal(k.tma[t].dtype, DNNJIT__TMA_DTYPE_UINT8);
+            assert_int_equal(k.tma[t].dims[0], 336);  /* K, contiguous */
+            assert_int_equal(k.tma[t].strides[0], 336); /* bytes between rows */
+            assert_int_equal(k.tma[t].box[0], 128);
+            assert_true(dnnjit__tma_operand_valid(&k.tma[t], k.tensor_count, NULL, 0));
+        }
+        assert_non_null(strstr(k.source, "DJ_BK = 128"));
+        char instruction[64];
+        snprintf(instruction, sizeof instruction, "k32.f32.%s.%s {", ptx[i >> 1], ptx[i & 1]);
+        assert_non_null(strstr(k.source, instruction));
+        assert_non_null(strstr(k.source, "p, 1, 1;"));
+        dnnjit__kernel_free(&k);
+        dnnjit__partition_free(&p);
+        int compiled = compile_knobs(g, i == 0);
+        printf("A %s, B %s: %d knobs compiled\n", ptx[i >> 1], ptx[i & 1], compiled);
+        assert_int_equal(compiled, i == 0 ? 30 : 6);
+        dnnjit_graph_destroy(g);
+    }
+    /* Mode A on sm_90a takes the engine for a big fp8 GEMM, with the 16-bit rules' pick. */
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    dnnjit_graph_t big = fp8_graph(h, types[0], types[0], 8192, 8192, 8192);
+    char *a = tu_first_plan(big, DNNJIT_HEUR_MODE_A);
+    assert_string_equal(a, "gemm_sm90_128x256x64_s4_staged");
+    dnnjit_free(a);
+    dnnjit_graph_destroy(big);
+    dnnjit_handle_destroy(h);
+}
+
 static void refusals(void **state)
 {
     (void)state;
@@ -301,7 +372,15 @@ static void refusals(void **state)
         {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, {2, 64, 64, 1, false, false, false, (int64_t)1 << 39},
          "sm_90a", "TMA cannot load A: a stride is not a multiple of 16 bytes below 2^40"},
         {DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
-         "both HALF or both BFLOAT16"},
+         "both HALF, both BFLOAT16, or both FP8"},
+        /* wgmma has no transpose for fp8: a row-major B (N-major) cannot be read. */
+        {DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
+         "fp8 operands K-major only, and B has its N axis contiguous"},
+        {DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, true, true, false, 0}, "sm_90a",
+         "fp8 operands K-major only, and A has its M axis contiguous"},
+        /* Rows of 40 fp8 elements are 40 bytes apart. */
+        {DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 40, 1, false, true, false, 0}, "sm_90a",
+         "stride of 40 elements along its M axis is not a positive multiple of 16 bytes"},
         {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_HALF, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
          "accumulates in FLOAT"},
         {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_80",
@@ -497,6 +576,7 @@ int main(void)
         cmocka_unit_test(serialize_round_trip),
         cmocka_unit_test(sass_has_hgmma_and_utmaldg),
         cmocka_unit_test(every_knob_compiles),
+        cmocka_unit_test(fp8_operands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@ typedef struct dnnjit__tma_operand {
 
 /* The CUtensorMap enumeration values the engines use. */
 enum {
+    DNNJIT__TMA_DTYPE_UINT8 = 0, /* fp8 operands, copied as bytes */
     DNNJIT__TMA_DTYPE_FLOAT16 = 6,
     DNNJIT__TMA_DTYPE_BFLOAT16 = 9,
     DNNJIT__TMA_SWIZZLE_NONE = 0,

@@ -1,9 +1,11 @@
 /* The Hopper GEMM engine (sm_90a): a matmul with its fused pointwise epilogue as one
  * persistent, warp-specialised kernel (src/kernels/gemm_wgmma.cuh) in which a producer
  * warpgroup loads operand tiles with TMA and two consumer warpgroups multiply them with
- * wgmma. fp16 and bf16 inputs, fp32 accumulation. Each operand is read in the order it has
+ * wgmma. fp16 and bf16 inputs, or fp8 (E4M3 and E5M2, in any pair), with fp32
+ * accumulation; per-tensor scales of fp8 operands are pointwise multiplications of the
+ * product, which the fused epilogue applies. Each 16-bit operand is read in the order it has
  * in memory (K-major, or M/N-major through wgmma's transpose bits), so transposes cost
- * nothing; sizes and the batch layout are compiled in, the buffers' addresses reach the
+ * nothing; wgmma reads fp8 operands K-major only; sizes and the batch layout are compiled in, the buffers' addresses reach the
  * kernel in tensor maps that execute encodes (dnnjit__kernel_t.tma). TMA needs a contiguous
  * inner axis and 16-byte strides; the sm_80 engine takes the other layouts. Knobs: CTA tile,
  * pipeline stages, the axis along which the tile order is grouped, and a variant: the
@@ -33,7 +35,8 @@ enum {
     VARIANT_CLUSTER = 2,
     VARIANT_COUNT = 3,
     TILE_M = 128,
-    TILE_K = 64, /* one 128-byte swizzle row of 16-bit elements */
+    /* A K tile is one 128-byte swizzle row: 64 16-bit elements or 128 fp8 ones. */
+    TILE_K_BYTES = 128,
     /* The streaming multiprocessors of an H100/H200, one resident CTA each. */
     SM_COUNT = 132,
     /* Tile rows (or columns) walked together, for L2 locality. */
@@ -83,14 +86,20 @@ typedef struct problem {
     const dnnjit__node_t *mm;
     const dnnjit__tensor_t *c;
     int64_t m, n, k, batch;
-    bool bf16;
+    int esize; /* bytes per element of A and B: 2, or 1 for fp8 */
     operand_t a, b;
 } problem_t;
 
+/* K elements per tile. */
+static int tile_k(const problem_t *p)
+{
+    return TILE_K_BYTES / p->esize;
+}
+
 /* Describes A (is_b false: axes [M, K]) or B (axes [K, N], seen as [N, K]) for TMA; false
  * with `why` when TMA cannot load it. */
-static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, bool is_b, operand_t *o, char *why,
-                       size_t why_size)
+static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, bool is_b, int esize, operand_t *o,
+                       char *why, size_t why_size)
 {
     *o = (operand_t){.t = t};
     const char *name = is_b ? "B" : "A";
@@ -114,7 +123,7 @@ static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, boo
                  is_b ? "N" : "M");
         return false;
     }
-    if (outer_extent > 1 && (o->outer_stride <= 0 || o->outer_stride * 2 % 16 != 0)) {
+    if (outer_extent > 1 && (o->outer_stride <= 0 || o->outer_stride * esize % 16 != 0)) {
         snprintf(why, why_size, "%s's stride of %lld elements along its %s axis is not a positive multiple of 16 bytes, "
                  "which TMA needs", name, (long long)o->outer_stride, o->kmajor ? (is_b ? "N" : "M") : "K");
         return false;
@@ -125,7 +134,7 @@ static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, boo
         int ta = i - (c->ndim - nd);
         int64_t stride = ta >= 0 && t->dim[ta] != 1 ? t->stride[ta] : 0;
         if (c->dim[i] > 1 && stride != 0) {
-            if (stride < 0 || stride * 2 % 16 != 0) {
+            if (stride < 0 || stride * esize % 16 != 0) {
                 snprintf(why, why_size, "%s's stride of %lld elements along batch dimension %d is not a positive "
                          "multiple of 16 bytes, which TMA needs", name, (long long)stride, ta);
                 return false;
@@ -145,6 +154,11 @@ static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, boo
     return true;
 }
 
+static bool is_fp8(dnnjit_data_type_t t)
+{
+    return t == DNNJIT_DATA_TYPE_FP8_E4M3 || t == DNNJIT_DATA_TYPE_FP8_E5M2;
+}
+
 static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p, char *why, size_t why_size)
 {
     if (grp->kind != DNNJIT__GROUP_GEMM) {
@@ -161,10 +175,11 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
     const dnnjit__node_t *mm = &g->nodes[grp->first_node];
     const dnnjit__tensor_t *a = dnnjit__tensor(g, mm->in[0]), *b = dnnjit__tensor(g, mm->in[1]);
     const dnnjit__tensor_t *c = dnnjit__tensor(g, mm->out[0]);
-    if (a->resolved_type != b->resolved_type ||
-        (a->resolved_type != DNNJIT_DATA_TYPE_HALF && a->resolved_type != DNNJIT_DATA_TYPE_BFLOAT16)) {
-        snprintf(why, why_size, "the sm_90 GEMM takes A and B both HALF or both BFLOAT16 (A is %s, B is %s)",
-                 dnnjit_data_type_name(a->resolved_type), dnnjit_data_type_name(b->resolved_type));
+    bool fp8 = is_fp8(a->resolved_type) && is_fp8(b->resolved_type);
+    if (!fp8 && (a->resolved_type != b->resolved_type ||
+                 (a->resolved_type != DNNJIT_DATA_TYPE_HALF && a->resolved_type != DNNJIT_DATA_TYPE_BFLOAT16))) {
+        snprintf(why, why_size, "the sm_90 GEMM takes A and B both HALF, both BFLOAT16, or both FP8 (E4M3 or E5M2); "
+                 "A is %s, B is %s", dnnjit_data_type_name(a->resolved_type), dnnjit_data_type_name(b->resolved_type));
         return false;
     }
     if (dnnjit__node_compute_type(g, mm) != DNNJIT_DATA_TYPE_FLOAT) {
@@ -177,20 +192,28 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
     p->n = c->dim[c->ndim - 1];
     p->k = a->dim[a->ndim - 1];
     p->batch = dnnjit__numel(c->ndim - 2, c->dim);
-    p->bf16 = a->resolved_type == DNNJIT_DATA_TYPE_BFLOAT16;
+    p->esize = fp8 ? 1 : 2;
     /* Tile coordinates are 32-bit in the kernel and in TMA. */
     if (p->m > INT32_MAX - 256 || p->n > INT32_MAX - 256 || p->k > INT32_MAX - 256) {
         snprintf(why, why_size, "M, N or K exceeds the 32-bit coordinates of TMA");
         return false;
     }
-    return operand_of(a, c, false, &p->a, why, why_size) && operand_of(b, c, true, &p->b, why, why_size);
+    if (!operand_of(a, c, false, p->esize, &p->a, why, why_size) ||
+        !operand_of(b, c, true, p->esize, &p->b, why, why_size))
+        return false;
+    if (fp8 && (!p->a.kmajor || !p->b.kmajor)) {
+        snprintf(why, why_size, "wgmma reads fp8 operands K-major only, and %s has its %s axis contiguous",
+                 p->a.kmajor ? "B" : "A", p->a.kmajor ? "N" : "M");
+        return false;
+    }
+    return true;
 }
 
 static int64_t smem_bytes(const knob_t *kn)
 {
     /* The 1024-byte alignment of the swizzled stages, the stages, two barriers per stage,
      * then the staged epilogue's rows. */
-    return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K * 2 + 16 * kn->stages +
+    return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K_BYTES + 16 * kn->stages +
            (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
 }
 
@@ -207,22 +230,27 @@ static int b_box_rows(const knob_t *kn)
     return kn->bn / kn->cluster;
 }
 
-/* The tensor map of one operand over argument slot `slot`. */
-static dnnjit__tma_operand_t tma_of(const operand_t *o, int64_t k, bool bf16, int box_rows, int slot)
+/* The tensor map of one operand over argument slot `slot`: boxes of one 128-byte row (K
+ * elements when K-major, M or N elements otherwise) by box_rows rows or a K tile. fp8 goes
+ * as bytes, which TMA copies as they are. */
+static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int box_rows, int slot)
 {
+    uint64_t esize = (uint64_t)p->esize;
     dnnjit__tma_operand_t t = {.slot = slot,
-                               .dtype = bf16 ? DNNJIT__TMA_DTYPE_BFLOAT16 : DNNJIT__TMA_DTYPE_FLOAT16,
+                               .dtype = esize == 1                                       ? DNNJIT__TMA_DTYPE_UINT8
+                                        : o->t->resolved_type == DNNJIT_DATA_TYPE_BFLOAT16 ? DNNJIT__TMA_DTYPE_BFLOAT16
+                                                                                          : DNNJIT__TMA_DTYPE_FLOAT16,
                                .rank = 2 + o->batch_axes,
                                .swizzle = DNNJIT__TMA_SWIZZLE_128B};
-    t.dims[0] = (uint64_t)(o->kmajor ? k : o->rows);
-    t.dims[1] = (uint64_t)(o->kmajor ? o->rows : k);
+    t.dims[0] = (uint64_t)(o->kmajor ? p->k : o->rows);
+    t.dims[1] = (uint64_t)(o->kmajor ? o->rows : p->k);
     /* A stride along a single row is never used, but must still be one TMA accepts. */
-    t.strides[0] = t.dims[1] > 1 ? (uint64_t)o->outer_stride * 2 : (t.dims[0] * 2 + 15) / 16 * 16;
-    t.box[0] = 64;
-    t.box[1] = o->kmajor ? (uint32_t)box_rows : TILE_K;
+    t.strides[0] = t.dims[1] > 1 ? (uint64_t)o->outer_stride * esize : (t.dims[0] * esize + 15) / 16 * 16;
+    t.box[0] = (uint32_t)(TILE_K_BYTES / esize);
+    t.box[1] = o->kmajor ? (uint32_t)box_rows : (uint32_t)tile_k(p);
     for (int i = 0; i < o->batch_axes; i++) {
         t.dims[2 + i] = (uint64_t)o->batch_dim[i];
-        t.strides[1 + i] = (uint64_t)o->batch_stride[i] * 2;
+        t.strides[1 + i] = (uint64_t)o->batch_stride[i] * esize;
         t.box[2 + i] = 1;
     }
     return t;
@@ -234,7 +262,7 @@ static bool maps_valid(const problem_t *p, const knob_t *kn, int tensor_count, c
 {
     const operand_t *ops[2] = {&p->a, &p->b};
     for (int i = 0; i < 2; i++) {
-        dnnjit__tma_operand_t t = tma_of(ops[i], p->k, p->bf16, i ? b_box_rows(kn) : TILE_M, 0);
+        dnnjit__tma_operand_t t = tma_of(p, ops[i], i ? b_box_rows(kn) : TILE_M, 0);
         char rule[120];
         if (!dnnjit__tma_operand_valid(&t, tensor_count, rule, sizeof rule)) {
             snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
@@ -265,10 +293,12 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     return !*reason;
 }
 
+/* The K extent in the name is that of 16-bit operands: a K tile is one 128-byte row, which
+ * holds 128 elements of fp8 ones. */
 static void sm90_knob_name(int knob, char *buf, size_t size)
 {
     knob_t kn = decode(knob);
-    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s", TILE_M, kn.bn, TILE_K, kn.stages, kn.raster_n ? "_rn" : "",
+    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages, kn.raster_n ? "_rn" : "",
              kn.staged ? "_staged" : "", kn.cluster == 2 ? "_mc2" : "");
 }
 
@@ -300,7 +330,8 @@ static double variant_rank(const knob_t *kn)
 }
 
 /* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
- * tenth less than 128x256, which reloads its operands more often); the launch, barrier setup
+ * tenth less than 128x256, which reloads its operands more often) and twice that on fp8,
+ * whose instruction is twice as deep in K for the same cycles; the launch, barrier setup
  * and the pipeline's fill cost a few microseconds more than the sm_80 kernel's. */
 static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
@@ -309,12 +340,13 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &p, why, sizeof why))
         return 1e30;
-    double rate = 6.0e6 * (kn.bn == 256 ? 1.0 : 0.9);
+    double rate = 6.0e6 * (kn.bn == 256 ? 1.0 : 0.9) * (2 / p.esize);
     int64_t work = p.batch * tiles_of(&p, &kn);
     double rounds = (double)((work + SM_COUNT - 1) / SM_COUNT);
-    double k_padded = (double)((p.k + TILE_K - 1) / TILE_K * TILE_K);
+    double k_padded = (double)((p.k + tile_k(&p) - 1) / tile_k(&p) * tile_k(&p));
     double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / rate;
-    double bytes = 2.0 * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) + 4.0 * (double)p.batch * p.m * p.n;
+    double bytes = p.esize * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) +
+                   4.0 * (double)p.batch * p.m * p.n;
     return 5.0 + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) +
            variant_rank(&kn);
 }
@@ -360,20 +392,33 @@ static void emit_batch_coords(dnnjit__strbuf_t *sb, const char *name, const oper
     dnnjit__sb_append(sb, "    (void)b;\n    (void)c;\n}\n");
 }
 
-/* dj_wgmma: one m64n<bn>k16 wgmma on shared-memory descriptors, accumulating (scale-d 1)
- * into the thread's bn/2 floats; the transpose bits select M- or N-major operands. */
-static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, bool bf16, bool a_kmajor, bool b_kmajor)
+/* The PTX name of an operand type of wgmma. */
+static const char *wgmma_type(dnnjit_data_type_t t)
+{
+    return t == DNNJIT_DATA_TYPE_BFLOAT16 ? "bf16"
+           : t == DNNJIT_DATA_TYPE_HALF   ? "f16"
+           : t == DNNJIT_DATA_TYPE_FP8_E4M3 ? "e4m3"
+                                            : "e5m2";
+}
+
+/* dj_wgmma: one m64n<bn>k<32 bytes> wgmma on shared-memory descriptors, accumulating
+ * (scale-d 1) into the thread's bn/2 floats; for 16-bit operands the transpose bits select
+ * M- or N-major ones (fp8 ones are K-major, and the instruction has no such bits). */
+static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
 {
     int acc = bn / 2;
-    const char *type = bf16 ? "bf16" : "f16";
     dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma(float (&d)[DJ_ACC], dj_u64 desc_a, dj_u64 desc_b)\n"
                           "{\n    asm volatile(\"{\\n.reg .pred p;\\n\"\n");
     dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\n\"\n", acc + 2);
-    dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", bn, type, type);
+    dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", bn, 32 / p->esize,
+                      wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
     for (int i = 0; i < acc; i++)
         dnnjit__sb_printf(sb, "%s%%%d", i ? ", " : "", i);
-    dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n                 : ", acc, acc + 1, a_kmajor ? 0 : 1,
-                      b_kmajor ? 0 : 1);
+    if (p->esize == 1)
+        dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1;\\n}\\n\"\n                 : ", acc, acc + 1);
+    else
+        dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n                 : ", acc, acc + 1,
+                          p->a.kmajor ? 0 : 1, p->b.kmajor ? 0 : 1);
     for (int i = 0; i < acc; i++)
         dnnjit__sb_printf(sb, "%s\"+f\"(d[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "", i);
     dnnjit__sb_append(sb, "\n                 : \"l\"(desc_a), \"l\"(desc_b), \"r\"(1));\n}\n");
@@ -397,9 +442,9 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__strbuf_t sb = {0};
     dnnjit__sb_append(&sb, dnnjit__template("common.cuh"));
     dnnjit__sb_printf(&sb, "\n// ---- generated by the gemm_sm90 engine for matmul \"%s\" ----\n", p.mm->name);
-    dnnjit__sb_printf(&sb, "typedef %s dj_tin;\n", dnnjit__cuda_type(p.a.t->resolved_type));
+    dnnjit__sb_printf(&sb, "constexpr int DJ_ESIZE = %d, DJ_WK = %d;\n", p.esize, 32 / p.esize);
     dnnjit__sb_printf(&sb, "constexpr int DJ_BM = %d, DJ_BN = %d, DJ_BK = %d, DJ_STAGES = %d, DJ_GROUP = %d;\n", TILE_M,
-                      kn.bn, TILE_K, kn.stages, GROUP);
+                      kn.bn, tile_k(&p), kn.stages, GROUP);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_RASTER_N = %s, DJ_STAGED_EPILOGUE = %s;\n",
                       kn.raster_n ? "true" : "false", kn.staged ? "true" : "false");
     dnnjit__sb_printf(&sb, "constexpr int DJ_EPI_COLS = %d, DJ_EPI_STRIDE = %d, DJ_CLUSTER = %d;\n", EPI_COLS,
@@ -413,7 +458,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\n", kn.bn / 2);
     emit_batch_coords(&sb, "a", &p.a);
     emit_batch_coords(&sb, "b", &p.b);
-    emit_wgmma(&sb, kn.bn, p.bf16, p.a.kmajor, p.b.kmajor);
+    emit_wgmma(&sb, kn.bn, &p);
     /* The staged epilogue calls dj_epilogue from one loop per column chunk: inlined there,
      * the fused expressions load their pointers once instead of per call. */
     if (kn.staged)
@@ -433,8 +478,8 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&kn);
     k->tma_count = 2;
-    k->tma[0] = tma_of(&p.a, p.k, p.bf16, TILE_M, slot_a);
-    k->tma[1] = tma_of(&p.b, p.k, p.bf16, b_box_rows(&kn), slot_b);
+    k->tma[0] = tma_of(&p, &p.a, TILE_M, slot_a);
+    k->tma[1] = tma_of(&p, &p.b, b_box_rows(&kn), slot_b);
     return DNNJIT_STATUS_SUCCESS;
 }
 

@@ -45,13 +45,14 @@ bool dnnjit__kernel_assign_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, d
 bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, int tensor_count, char *why, size_t why_size)
 {
     const char *rule = NULL;
-    /* Only the 16-bit types and the two swizzles the engines use are accepted, so that a
-     * map read back from a blob can be no stranger than one an engine makes. */
-    const uint64_t esize = 2;
+    /* Only the types and the two swizzles the engines use are accepted, so that a map read
+     * back from a blob can be no stranger than one an engine makes. */
+    const uint64_t esize = t->dtype == DNNJIT__TMA_DTYPE_UINT8 ? 1 : 2;
     if (t->slot < 0 || t->slot >= tensor_count)
         rule = "its tensor slot is not one of the kernel's";
-    else if (t->dtype != DNNJIT__TMA_DTYPE_FLOAT16 && t->dtype != DNNJIT__TMA_DTYPE_BFLOAT16)
-        rule = "its data type is not FLOAT16 or BFLOAT16";
+    else if (t->dtype != DNNJIT__TMA_DTYPE_FLOAT16 && t->dtype != DNNJIT__TMA_DTYPE_BFLOAT16 &&
+             t->dtype != DNNJIT__TMA_DTYPE_UINT8)
+        rule = "its data type is not UINT8, FLOAT16 or BFLOAT16";
     else if (t->swizzle != DNNJIT__TMA_SWIZZLE_NONE && t->swizzle != DNNJIT__TMA_SWIZZLE_128B)
         rule = "its swizzle is not NONE or 128B";
     else if (t->rank < 1 || t->rank > DNNJIT__MAX_TMA_RANK)

@@ -13,12 +13,13 @@
 // Warpgroup 0 is the producer: it gives up most of its registers and one of its threads
 // issues the TMA loads of every K tile into a ring of DJ_STAGES shared-memory stages.
 // Warpgroups 1 and 2 are the consumers: they take the registers the producer gave up, and
-// each multiplies 64 rows of the DJ_BM x DJ_BN tile with m64nNk16 wgmma, releasing a stage
+// each multiplies 64 rows of the DJ_BM x DJ_BN tile with m64nNk16 (fp8: k32) wgmma, releasing a stage
 // once the wgmma reading it has completed. Each stage has a `full` barrier (the producer's
 // expected bytes, completed by TMA) and an `empty` barrier (one arrival per consumer warp).
 //
 // The generator places before this file:
-//   dj_tin                    storage type of A and B (dj_half or dj_bf16)
+//   DJ_ESIZE DJ_WK            bytes per element of A and B (2, or 1 for fp8), and the K depth of
+//                             one wgmma (16 or 32: 32 bytes either way)
 //   DJ_BM DJ_BN DJ_BK DJ_STAGES DJ_GROUP DJ_RASTER_N DJ_STAGED_EPILOGUE   the knobs
 //   DJ_EPI_COLS DJ_EPI_STRIDE the staged epilogue's chunk width and row pitch, in floats
 //   DJ_CLUSTER DJ_CLUSTER_DIMS  CTAs per cluster (1 or 2) and the kernel's cluster attribute
@@ -27,16 +28,17 @@
 //   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
 //       axis, the rank of its tensor map, and the map's batch coordinates of batch entry b
 //   DJ_B_KMAJOR DJ_B_RANK dj_b_batch_coords(b, c)   the same for B over [N, K]
-//   dj_wgmma(d, desc_a, desc_b)   one m64n<DJ_BN>k16 wgmma accumulating into d, with the
+//   dj_wgmma(d, desc_a, desc_b)   one m64n<DJ_BN>k<DJ_WK> wgmma accumulating into d, with the
 //       transpose bits of the operands' majors
 //   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
 //       and (when pair) col + 1; stores every output
 //
 // Shared-memory layout of one stage, both operands in TMA's 128-byte swizzle (atoms of eight
 // 128-byte rows, 1024-byte aligned):
-//   K-major operand (R rows):  R rows of DJ_BK = 64 K elements (128 bytes), one TMA box.
-//   MN-major operand (R rows): R / 64 chunks, each DJ_BK K rows of 64 M-or-N elements
-//       (8192 bytes), one TMA box each.
+//   K-major operand (R rows):  R rows of DJ_BK K elements (128 bytes: 64 16-bit or 128 fp8
+//       ones), one TMA box.
+//   MN-major operand (R rows, 16-bit only): R / 64 chunks, each DJ_BK K rows of 64 M-or-N
+//       elements (8192 bytes), one TMA box each.
 // Either way a consumer's 64 rows of A start 8192 bytes into the A stage.
 //
 // The epilogue, direct: each thread calls dj_epilogue on the column pairs its accumulator
@@ -54,11 +56,13 @@ constexpr int DJ_ITEMS_M = (DJ_TILES_M + DJ_CLUSTER - 1) / DJ_CLUSTER;
 constexpr int DJ_TILES = DJ_ITEMS_M * DJ_TILES_N;
 constexpr dj_i64 DJ_WORK = (dj_i64)DJ_TILES * DJ_BATCH;
 constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
-constexpr unsigned DJ_A_STAGE = DJ_BM * DJ_BK * 2;
-constexpr unsigned DJ_B_STAGE = DJ_BN * DJ_BK * 2;
-constexpr unsigned DJ_CHUNK = 64 * DJ_BK * 2; // one MN-major chunk, or 64 K-major rows
+constexpr unsigned DJ_A_STAGE = DJ_BM * DJ_BK * DJ_ESIZE;
+constexpr unsigned DJ_B_STAGE = DJ_BN * DJ_BK * DJ_ESIZE;
+constexpr unsigned DJ_CHUNK = 64 * DJ_BK * DJ_ESIZE; // one MN-major chunk, or 64 K-major rows
 
-static_assert(DJ_BK * 2 == 128, "a K tile's row is one 128-byte swizzle span");
+static_assert(DJ_BK * DJ_ESIZE == 128, "a K tile's row is one 128-byte swizzle span");
+static_assert(DJ_WK * DJ_ESIZE == 32, "one wgmma reads 32 bytes of each row");
+static_assert(DJ_ESIZE == 2 || (DJ_A_KMAJOR && DJ_B_KMAJOR), "wgmma reads fp8 operands K-major only");
 static_assert(DJ_BM == 128, "two consumer warpgroups of 64 rows each");
 static_assert(DJ_BN % 64 == 0 && DJ_BN <= 256 && DJ_ACC == DJ_BN / 2, "wgmma's N and TMA's box");
 static_assert(DJ_EPI_COLS == 32 && DJ_BN % DJ_EPI_COLS == 0, "a half-warp's 16 pairs span one staged chunk");
@@ -201,7 +205,7 @@ __device__ __forceinline__ dj_u64 dj_desc(unsigned addr, unsigned lbo, unsigned 
     return (dj_u64)((addr & 0x3FFFF) >> 4) | (dj_u64)(lbo >> 4) << 16 | (dj_u64)(sbo >> 4) << 32 | 1ull << 62;
 }
 
-// The descriptor of an operand's 16-deep K slice kk at `stage`. K-major: the slice is 32
+// The descriptor of an operand's K slice kk (DJ_WK deep) at `stage`. K-major: the slice is 32
 // bytes into every 128-byte row (the hardware applies the swizzle to the address it forms),
 // eight-row groups 1024 bytes apart. MN-major: the slice is 16 rows of 128 bytes further,
 // eight-row K groups 1024 bytes apart (SBO), 64-wide M or N chunks DJ_CHUNK apart (LBO).
@@ -396,7 +400,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             dj_fence_acc(acc);
             dj_wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < DJ_BK / 16; kk++)
+            for (int kk = 0; kk < DJ_BK / DJ_WK; kk++)
                 dj_wgmma(acc, dj_operand_desc<DJ_A_KMAJOR>(sa, kk), dj_operand_desc<DJ_B_KMAJOR>(sb, kk));
             dj_wgmma_commit();
             dj_fence_acc(acc);
