@@ -660,13 +660,16 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_chosen_plan(dnnjit_graph_t graph, in
  * preceded by a comment naming it. *source is the caller's, freed with dnnjit_free. */
 DNNJIT_API dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t graph, int64_t index, char **source);
 
-/* Bytes of device workspace execute needs (intermediates that cross kernels), available
- * once the graph is partitioned. */
+/* Bytes of device workspace execute needs (intermediates that cross kernels, and what the
+ * chosen plan's kernels need for themselves: split-K partial sums, or the copies a
+ * gemm_sm90 plan makes of operands whose strides TMA cannot read), available once the
+ * graph is partitioned; ask again after building or choosing a plan. */
 DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph, int64_t *size);
 
 /* Runs the chosen plan on `stream` (a CUstream; NULL for the default stream). Every
  * non-virtual tensor needs a device buffer in the pack, aligned to its element size
- * (16 bytes for the operands of gemm_sm90 plans, which load them with TMA);
+ * (16 bytes for the operands gemm_sm90 plans load with TMA in place, those whose strides
+ * are multiples of 16 bytes);
  * pass-by-value tensors without a fixed value point to one host element. `workspace` is
  * device memory of at least get_workspace_size bytes (NULL when that is 0). Allocates
  * nothing, can be captured in a CUDA graph (any capture mode), and does not synchronize.

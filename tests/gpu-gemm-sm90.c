@@ -1,7 +1,8 @@
 /* GPU: the sm_90a GEMM engine (TMA + wgmma), its plans among those heuristics A and B list,
  * against the float64 reference on fresh random data with poisoned outputs: fp16, bf16 and
  * fp8 (E4M3, E5M2, with a per-tensor scale);
- * odd M, N and K where TMA's 16-byte strides allow them; A and B K-major and M/N-major;
+ * odd M, N and K; strides TMA cannot take (the kernel's staged copies); A and B K-major
+ * and M/N-major;
  * broadcast and 4-D batches; the direct, staged and clustered variants; fused epilogues
  * (bias + relu, row bias + residual + tanh, scale and cast); every knob at 256^3 and at
  * 4096^3 (there on sampled rows, computed here in float64, with every element checked
@@ -15,7 +16,9 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef enum layout { ROW, COL } layout_t;
+/* ROW_UNALIGNED and COL_UNALIGNED pad each row (column) by 3 elements, so that no stride
+ * is a multiple of 16 bytes: the kernel copies such operands before TMA reads them. */
+typedef enum layout { ROW, COL, ROW_UNALIGNED, COL_UNALIGNED } layout_t;
 
 typedef struct gemm_case {
     const char *label;
@@ -34,7 +37,10 @@ static bool is_sm90_plan(const char *name)
 static dnnjit_tensor_t operand(dnnjit_graph_t g, const char *name, int64_t batch, int64_t rows, int64_t cols,
                                layout_t layout)
 {
-    int64_t stride[3] = {rows * cols, layout == COL ? 1 : cols, layout == COL ? rows : 1};
+    bool col = layout == COL || layout == COL_UNALIGNED;
+    int64_t pad = layout == ROW_UNALIGNED || layout == COL_UNALIGNED ? 3 : 0;
+    int64_t pitch = (col ? rows : cols) + pad;
+    int64_t stride[3] = {(col ? cols : rows) * pitch + pad, col ? 1 : pitch, col ? pitch : 1};
     return tu_tensor(g, name, 3, TU_DIMS(batch, rows, cols), stride, 0);
 }
 
@@ -101,7 +107,8 @@ static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit)
 static void cases_against_reference(void **state)
 {
     (void)state;
-    /* K-major rows need K a multiple of 8 (16 bytes), M- and N-major ones M or N. */
+    /* TMA reads K-major rows in place when K is a multiple of 8 (16 bytes), M- and N-major
+     * ones when M or N is; the kernel copies the others first. */
     static const gemm_case_t cases[] = {
         {"every knob 256^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 256, ROW, ROW, BIAS_RELU, true},
         {"every knob 264x200x136 half A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 264, 200, 136, COL, COL, PLAIN, true},
@@ -120,6 +127,17 @@ static void cases_against_reference(void **state)
         {"batch bcast A 64x200x96 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 5, 64, 200, 96, ROW, COL, BIAS_RELU, false},
         {"batch 4 256x512x320 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 4, 4, 256, 512, 320, ROW, ROW, PLAIN, false},
         {"512x512x512 bf16 scale cast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 512, 512, 512, ROW, ROW, SCALE_CAST, false},
+        /* Staged: strides TMA cannot take, copied by the kernel first (odd sizes, odd
+         * padding, batch strides of odd bytes, both majors, broadcast). */
+        {"every knob 264x200x136 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 264, 200, 136, ROW_UNALIGNED,
+         ROW_UNALIGNED, BIAS_RELU, true},
+        {"1031x1025x1027 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1031, 1025, 1027, ROW, ROW, PLAIN, false},
+        {"1000x77x4099 half staged A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 1000, 77, 4099, COL_UNALIGNED,
+         COL_UNALIGNED, ROW_BIAS_RESIDUAL, false},
+        {"batch 3 bcast B 300x136x99 half staged", DNNJIT_DATA_TYPE_HALF, 3, 1, 300, 136, 99, ROW_UNALIGNED, ROW,
+         BIAS_RELU, false},
+        {"batch 2 7x1000x8195 bf16 staged A only", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 7, 1000, 8195, ROW_UNALIGNED,
+         ROW, PLAIN, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = build_case(&cases[i]);
@@ -152,6 +170,11 @@ static void fp8_against_reference(void **state)
          DNNJIT_DATA_TYPE_FLOAT, 3, 1, 1000, 77, 144, false},
         {"512^3 e4m3 bf16", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_BFLOAT16, 2, 2,
          512, 512, 512, false},
+        /* Rows of 100 and 77 bytes: staged. */
+        {"300x200x100 e4m3 staged float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FLOAT,
+         1, 1, 300, 200, 100, false},
+        {"every knob 129x130x77 e5m2 x e4m3 staged float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E4M3,
+         DNNJIT_DATA_TYPE_FLOAT, 2, 1, 129, 130, 77, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = tu_gpu_graph(cases[i].out);

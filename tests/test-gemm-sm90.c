@@ -164,15 +164,15 @@ static void tensor_maps(void **state)
     assert_int_equal(b->strides[0], 400);
     assert_int_equal(b->box[0], 64);
     assert_int_equal(b->box[1], 64);
-    assert_true(dnnjit__tma_operand_valid(a, k.tensor_count, NULL, 0));
-    assert_true(dnnjit__tma_operand_valid(b, k.tensor_count, NULL, 0));
+    assert_true(dnnjit__tma_operand_valid(a, &k, NULL, 0));
+    assert_true(dnnjit__tma_operand_valid(b, &k, NULL, 0));
     assert_non_null(strstr(k.source, "DJ_A_KMAJOR = true, DJ_B_KMAJOR = false"));
     assert_non_null(strstr(k.source, "m64n128k16.f32.bf16.bf16"));
     /* A 16-byte stride rule is what TMA checks: 96 bytes pass, 90 do not. */
     dnnjit__tma_operand_t bad = *a;
     bad.strides[0] = 90;
     char why[120] = "";
-    assert_false(dnnjit__tma_operand_valid(&bad, k.tensor_count, why, sizeof why));
+    assert_false(dnnjit__tma_operand_valid(&bad, &k, why, sizeof why));
     assert_non_null(strstr(why, "multiple of 16 bytes"));
     dnnjit__kernel_free(&k);
     dnnjit__partition_free(&p);
@@ -331,7 +331,7 @@ static void fp8_operands(void **state)
             assert_int_equal(k.tma[t].dims[0], 336);  /* K, contiguous */
             assert_int_equal(k.tma[t].strides[0], 336); /* bytes between rows */
             assert_int_equal(k.tma[t].box[0], 128);
-            assert_true(dnnjit__tma_operand_valid(&k.tma[t], k.tensor_count, NULL, 0));
+            assert_true(dnnjit__tma_operand_valid(&k.tma[t], &k, NULL, 0));
         }
         assert_non_null(strstr(k.source, "DJ_BK = 128"));
         char instruction[64];
@@ -356,6 +356,100 @@ static void fp8_operands(void **state)
     dnnjit_handle_destroy(h);
 }
 
+/* The line pitch of a staged copy: `inner` elements rounded up to 16 bytes. */
+static int64_t pitch_of(int64_t inner, int64_t esize)
+{
+    return (inner * esize + 15) / 16 * 16;
+}
+
+/* Operands whose strides TMA cannot take are copied by the kernel into its scratch first:
+ * 4097x4095x4099 bf16 (A's rows 8198 bytes apart, B's 8190), a batch stride of 8008 bytes,
+ * fp8 rows of 40 bytes. The plans are cooperative, take the scratch in the slot after the
+ * tensors (a counter, then each copy, 256-byte aligned), map the copies, leave the clusters
+ * out, and compile. */
+static void staged_operands(void **state)
+{
+    (void)state;
+    /* 4097x4095x4099, both row-major: A is K-major, B N-major. */
+    dnnjit_graph_t odd = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0});
+    /* A [3, 100, 40] half with 4004 elements between batch entries, B [1, 40, 64] shared. */
+    dnnjit_graph_t batched = tu_graph(DNNJIT_DATA_TYPE_HALF);
+    dnnjit_tensor_t a = tu_tensor(batched, "A", 3, TU_DIMS(3, 100, 40), TU_DIMS(4004, 40, 1), 0);
+    dnnjit_tensor_t b = tu_tensor(batched, "B", 3, TU_DIMS(1, 40, 64), NULL, 0), c;
+    TU_OK(dnnjit_graph_matmul(batched, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_tensor_set_output(batched, c, true));
+    TU_OK(dnnjit_graph_validate(batched));
+    struct {
+        dnnjit_graph_t g;
+        bool a_staged, b_staged;
+        int64_t a_lines, a_inner, b_lines, b_inner, esize;
+    } cases[] = {
+        {odd, true, true, 4097, 4099, 4099, 4095, 2},
+        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40), true, true, 200, 40,
+         136, 40, 1},
+        {batched, true, false, 300, 40, 0, 0, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = cases[i].g;
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        int supported = 0, compiled = 0;
+        for (int knob = 0; knob < engine->knob_count; knob++) {
+            char name[64], why[200] = "";
+            engine->knob_name(knob, name, sizeof name);
+            if (!engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why)) {
+                if (strstr(name, "_mc2"))
+                    assert_non_null(strstr(why, "not combined with clusters"));
+                else
+                    assert_non_null(strstr(name, "128x256x64_s5")); /* shared memory */
+                continue;
+            }
+            assert_null(strstr(name, "_mc2"));
+            supported++;
+            dnnjit__kernel_t k;
+            TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+            assert_true(k.cooperative);
+            assert_int_equal(k.grid[0], 132);
+            assert_int_equal(k.scratch_slot, k.tensor_count);
+            assert_int_equal(k.scratch_zero_bytes, 4);
+            int64_t end = 256;
+            const int64_t lines[2] = {cases[i].a_lines, cases[i].b_lines}, inner[2] = {cases[i].a_inner, cases[i].b_inner};
+            const bool staged[2] = {cases[i].a_staged, cases[i].b_staged};
+            for (int t = 0; t < 2; t++) {
+                assert_true(dnnjit__tma_operand_valid(&k.tma[t], &k, NULL, 0));
+                if (!staged[t]) {
+                    assert_int_not_equal(k.tma[t].slot, k.scratch_slot);
+                    assert_int_equal(k.tma[t].offset, 0);
+                    continue;
+                }
+                assert_int_equal(k.tma[t].slot, k.scratch_slot);
+                assert_int_equal(k.tma[t].offset, end);
+                assert_int_equal(k.tma[t].strides[0], pitch_of(inner[t], cases[i].esize));
+                end = (end + lines[t] * pitch_of(inner[t], cases[i].esize) + 255) / 256 * 256;
+            }
+            assert_int_equal(k.scratch_bytes, end);
+            /* The batch axis of a staged A: entries one after another in the copy. */
+            if (i == 2) {
+                assert_int_equal(k.tma[0].rank, 3);
+                assert_int_equal(k.tma[0].strides[1], 100 * pitch_of(40, 2));
+            }
+            assert_non_null(strstr(k.source, "constexpr bool DJ_STAGING = true;"));
+            /* One plan of each epilogue variant compiles. */
+            if (compiled < 2 && (strstr(name, "_staged") != NULL) == (compiled == 1)) {
+                compile(&k, NULL, NULL);
+                compiled++;
+            }
+            dnnjit__kernel_free(&k);
+        }
+        /* The direct and staged variants' 12 knobs each, less 128x256 with five stages. */
+        assert_int_equal(supported, 2 * 12 - 2 * 2);
+        assert_int_equal(compiled, 2);
+        dnnjit__partition_free(&p);
+        dnnjit_graph_destroy(g);
+    }
+}
+
 static void refusals(void **state)
 {
     (void)state;
@@ -365,9 +459,6 @@ static void refusals(void **state)
         const char *arch;
         const char *fragment;
     } cases[] = {
-        /* Rows of 36 halves are 72 bytes apart: not a multiple of 16. */
-        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 36, 1, false, false, false, 0}, "sm_90a",
-         "stride of 36 elements along its M axis is not a positive multiple of 16 bytes"},
         /* Rows 2^40 bytes apart: beyond the strides a tensor map holds. */
         {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, {2, 64, 64, 1, false, false, false, (int64_t)1 << 39},
          "sm_90a", "TMA cannot load A: a stride is not a multiple of 16 bytes below 2^40"},
@@ -378,9 +469,6 @@ static void refusals(void **state)
          "fp8 operands K-major only, and B has its N axis contiguous"},
         {DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, true, true, false, 0}, "sm_90a",
          "fp8 operands K-major only, and A has its M axis contiguous"},
-        /* Rows of 40 fp8 elements are 40 bytes apart. */
-        {DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 40, 1, false, true, false, 0}, "sm_90a",
-         "stride of 40 elements along its M axis is not a positive multiple of 16 bytes"},
         {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_HALF, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
          "accumulates in FLOAT"},
         {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_80",
@@ -553,6 +641,33 @@ static void serialize_round_trip(void **state)
     dnnjit__put_u64(p + 24, XXH3_64bits(p + 32, size - 32));
     TU_FAILS(dnnjit_graph_deserialize(h, blob, size, &damaged), DNNJIT_STATUS_PARSE_ERROR,
              "its tensor map list is not what engine \"gemm_sm90\" generates");
+
+    /* A plan that stages A (rows of 259 elements): its cooperative launch, scratch and map
+     * over the scratch come back (deserialize compares them with what the engine generates),
+     * and so does the workspace they need. */
+    dnnjit_graph_t staged = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                       (shape_t){2048, 1024, 256, 2, false, false, false, 259});
+    TU_OK(dnnjit_graph_build(staged, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
+    char *staged_name = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(staged, 0, &staged_name));
+    assert_int_equal(strncmp(staged_name, "gemm_sm90_", 10), 0);
+    int64_t workspace = 0, back_workspace = 0;
+    TU_OK(dnnjit_graph_get_workspace_size(staged, &workspace));
+    assert_true(workspace >= 256 + 2 * 2048 * 512); /* the counter, then 4096 rows of 256 elements */
+    void *staged_blob = NULL, *staged_again = NULL;
+    size_t staged_size = 0, staged_again_size = 0;
+    TU_OK(dnnjit_graph_serialize(staged, &staged_blob, &staged_size));
+    dnnjit_graph_t staged_back = NULL;
+    TU_OK(dnnjit_graph_deserialize(h, staged_blob, staged_size, &staged_back));
+    TU_OK(dnnjit_graph_get_workspace_size(staged_back, &back_workspace));
+    assert_int_equal(back_workspace, workspace);
+    TU_OK(dnnjit_graph_serialize(staged_back, &staged_again, &staged_again_size));
+    assert_int_equal(staged_again_size, staged_size);
+    dnnjit_free(staged_name);
+    dnnjit_free(staged_blob);
+    dnnjit_free(staged_again);
+    dnnjit_graph_destroy(staged_back);
+    dnnjit_graph_destroy(staged);
     dnnjit_free(name);
     dnnjit_free(back_name);
     dnnjit_free(blob);
@@ -577,6 +692,7 @@ int main(void)
         cmocka_unit_test(sass_has_hgmma_and_utmaldg),
         cmocka_unit_test(every_knob_compiles),
         cmocka_unit_test(fp8_operands),
+        cmocka_unit_test(staged_operands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,7 +140,8 @@ typedef struct layout {
     size_t version, arch, json, plan_name, workspace, groups;
     uint32_t group_count;
     size_t engine[MAX_GROUPS], knob[MAX_GROUPS];
-    size_t entry[MAX_GROUPS], grid[MAX_GROUPS], block[MAX_GROUPS], shared[MAX_GROUPS], scratch[MAX_GROUPS];
+    size_t entry[MAX_GROUPS], grid[MAX_GROUPS], block[MAX_GROUPS], shared[MAX_GROUPS], cooperative[MAX_GROUPS],
+        scratch[MAX_GROUPS];
     size_t tensor_count[MAX_GROUPS], scalar_count[MAX_GROUPS], tma_count[MAX_GROUPS], source[MAX_GROUPS];
     size_t cubin[MAX_GROUPS];
     size_t end;
@@ -155,7 +156,7 @@ static layout_t walk(const unsigned char *p, size_t size)
 {
     layout_t l = {0};
     assert_memory_equal(p, "DNNJITGR", 8);
-    assert_int_equal(le32(p + 8), 2);
+    assert_int_equal(le32(p + 8), 3);
     assert_int_equal(le32(p + 12), 0);
     assert_int_equal(le64(p + 16), size);
     assert_true(le64(p + 24) == XXH3_64bits(p + 32, size - 32));
@@ -178,13 +179,14 @@ static layout_t walk(const unsigned char *p, size_t size)
         l.grid[i] = skip_bytes(p, at);
         l.block[i] = l.grid[i] + 12;
         l.shared[i] = l.block[i] + 12;
-        l.scratch[i] = l.shared[i] + 4;
+        l.cooperative[i] = l.shared[i] + 4;
+        l.scratch[i] = l.cooperative[i] + 4;
         l.tensor_count[i] = l.scratch[i] + 4 + 8 + 8;
         l.scalar_count[i] = l.tensor_count[i] + 4 + 8 * (size_t)le32(p + l.tensor_count[i]);
         l.tma_count[i] = l.scalar_count[i] + 4 + 8 * (size_t)le32(p + l.scalar_count[i]);
-        /* A tensor map: slot, type, rank and swizzle (u32), 5 dims and 4 strides (u64), a
-         * 5-element box (u32). */
-        l.source[i] = l.tma_count[i] + 4 + (4 * 4 + 9 * 8 + 5 * 4) * (size_t)le32(p + l.tma_count[i]);
+        /* A tensor map: slot (u32), offset (u64), type, rank and swizzle (u32), 5 dims and
+         * 4 strides (u64), a 5-element box (u32). */
+        l.source[i] = l.tma_count[i] + 4 + (4 * 4 + 10 * 8 + 5 * 4) * (size_t)le32(p + l.tma_count[i]);
         l.cubin[i] = skip_bytes(p, l.source[i]);
         at = skip_bytes(p, l.cubin[i]);
     }
@@ -651,7 +653,9 @@ static void swapped_slots(unsigned char *p, const layout_t *l)
     memcpy(first, first + 8, 8);
     memcpy(first + 8, tmp, 8);
 }
-static void other_format(unsigned char *p, const layout_t *l) { (void)l, set32(p + 8, 3); }
+static void other_format(unsigned char *p, const layout_t *l) { (void)l, set32(p + 8, 4); }
+static void bad_cooperative(unsigned char *p, const layout_t *l) { set32(p + l->cooperative[0], 2); }
+static void made_cooperative(unsigned char *p, const layout_t *l) { set32(p + l->cooperative[0], 1); }
 static void reserved_set(unsigned char *p, const layout_t *l) { (void)l, set32(p + 12, 1); }
 static void other_magic(unsigned char *p, const layout_t *l) { (void)l, p[0] = 'X'; }
 
@@ -701,7 +705,9 @@ static void lying_fields_are_named(void **state)
         {wider_grid, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
         {other_entry, 0, DNNJIT_STATUS_PARSE_ERROR, "its entry name is not what engine"},
         {swapped_slots, 0, DNNJIT_STATUS_PARSE_ERROR, "its slot table is not what engine"},
-        {other_format, 0, DNNJIT_STATUS_NOT_SUPPORTED, "the blob has format 3; this dnnjit (0.1.0) reads format 2"},
+        {other_format, 0, DNNJIT_STATUS_NOT_SUPPORTED, "the blob has format 4; this dnnjit (0.1.0) reads format 3"},
+        {bad_cooperative, 0, DNNJIT_STATUS_PARSE_ERROR, "cooperative flag 2 is impossible"},
+        {made_cooperative, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
         {reserved_set, 0, DNNJIT_STATUS_PARSE_ERROR, "reserved field 1"},
         {other_magic, 0, DNNJIT_STATUS_PARSE_ERROR, "not a serialized dnnjit graph"},
         {scalar_as_tensor, 0, DNNJIT_STATUS_PARSE_ERROR, "is tensor \"s\", which has no memory"},

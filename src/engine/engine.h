@@ -14,11 +14,13 @@
 #define DNNJIT__MAX_TMA_RANK 5
 
 /* How execute encodes one TMA tensor map (cuTensorMapEncodeTiled) for a kernel: over the
- * tensor in DjArgs.ptr[slot], with dims and box innermost first. The map depends on the
- * buffer's address, so it is made at execute time and passed as the kernel's
+ * memory at DjArgs.ptr[slot] + offset bytes (a tensor's buffer, offset 0, or a part of the
+ * kernel's scratch), with dims and box innermost first. The map depends on the buffer's
+ * address, so it is made at execute time and passed as the kernel's
  * `const __grid_constant__` parameter after DjArgs, in the order of the kernel's list. */
 typedef struct dnnjit__tma_operand {
     int slot;
+    uint64_t offset;
     int dtype;   /* CUtensorMapDataType */
     int rank;    /* 2 .. DNNJIT__MAX_TMA_RANK */
     uint64_t dims[DNNJIT__MAX_TMA_RANK];        /* elements */
@@ -36,10 +38,14 @@ enum {
     DNNJIT__TMA_SWIZZLE_128B = 3,
 };
 
-/* Whether `t` is a tensor map cuTensorMapEncodeTiled accepts for a tensor with `tensor_count`
- * argument slots (box and strides within TMA's limits, 16-byte strides, a box row that
- * fits its swizzle span); when not, `why` says which rule it breaks. */
-bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, int tensor_count, char *why, size_t why_size);
+struct dnnjit__kernel;
+
+/* Whether `t` is a tensor map cuTensorMapEncodeTiled accepts for kernel k: over one of its
+ * tensor slots (offset 0) or within its scratch, with box and strides within TMA's limits,
+ * 16-byte strides and offset, and a box row that fits its swizzle span; when not, `why`
+ * says which rule it breaks. */
+bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, const struct dnnjit__kernel *k, char *why,
+                               size_t why_size);
 
 typedef struct dnnjit__kernel {
     char *source;  /* complete CUDA source, deterministic for a given plan */
@@ -61,6 +67,9 @@ typedef struct dnnjit__kernel {
     dnnjit__tma_operand_t tma[DNNJIT__MAX_KERNEL_TMAS];
     /* One extra NVRTC option the kernel is compiled with (a string literal), or NULL. */
     const char *compile_option;
+    /* Launched cooperatively: every block resident at once (the driver refuses a grid that
+     * cannot be), as a kernel that waits on a grid-wide barrier needs. */
+    bool cooperative;
 } dnnjit__kernel_t;
 
 /* The graph and group an engine's functions receive are the group's canonical restatement

@@ -80,6 +80,12 @@ typedef struct operand {
     int64_t outer_stride; /* elements between rows (K-major) or K steps (MN-major) */
     int batch_axes;
     int64_t batch_dim[MAX_MAP_BATCH], batch_div[MAX_MAP_BATCH], batch_stride[MAX_MAP_BATCH];
+    /* Strides TMA cannot take (not 16-byte multiples, or not positive): the kernel first
+     * copies the operand into its scratch, `inner` contiguous elements per line, lines
+     * `pitch` bytes apart (16-byte multiples), `outer` lines per batch entry and `lines` in
+     * all, from byte `offset` on; the tensor map reads the copy. */
+    bool staged;
+    int64_t inner, outer, lines, pitch, offset;
 } operand_t;
 
 typedef struct problem {
@@ -88,6 +94,7 @@ typedef struct problem {
     int64_t m, n, k, batch;
     int esize; /* bytes per element of A and B: 2, or 1 for fp8 */
     operand_t a, b;
+    int64_t scratch; /* bytes: the grid barrier's counter and the staged copies, or 0 */
 } problem_t;
 
 /* K elements per tile. */
@@ -96,8 +103,9 @@ static int tile_k(const problem_t *p)
     return TILE_K_BYTES / p->esize;
 }
 
-/* Describes A (is_b false: axes [M, K]) or B (axes [K, N], seen as [N, K]) for TMA; false
- * with `why` when TMA cannot load it. */
+/* Describes A (is_b false: axes [M, K]) or B (axes [K, N], seen as [N, K]) for TMA, staged
+ * when its strides are ones TMA cannot take; false with `why` when the engine cannot read
+ * it at all. */
 static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, bool is_b, int esize, operand_t *o,
                        char *why, size_t why_size)
 {
@@ -123,22 +131,16 @@ static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, boo
                  is_b ? "N" : "M");
         return false;
     }
-    if (outer_extent > 1 && (o->outer_stride <= 0 || o->outer_stride * esize % 16 != 0)) {
-        snprintf(why, why_size, "%s's stride of %lld elements along its %s axis is not a positive multiple of 16 bytes, "
-                 "which TMA needs", name, (long long)o->outer_stride, o->kmajor ? (is_b ? "N" : "M") : "K");
-        return false;
-    }
+    o->inner = o->kmajor ? t->dim[k_axis] : o->rows;
+    o->outer = o->lines = outer_extent;
+    o->staged = outer_extent > 1 && (o->outer_stride <= 0 || o->outer_stride * esize % 16 != 0);
     /* C's batch axes, innermost first, right-aligned with t's. */
     int64_t div = 1;
     for (int i = c->ndim - 3; i >= 0; i--) {
         int ta = i - (c->ndim - nd);
         int64_t stride = ta >= 0 && t->dim[ta] != 1 ? t->stride[ta] : 0;
         if (c->dim[i] > 1 && stride != 0) {
-            if (stride < 0 || stride * esize % 16 != 0) {
-                snprintf(why, why_size, "%s's stride of %lld elements along batch dimension %d is not a positive "
-                         "multiple of 16 bytes, which TMA needs", name, (long long)stride, ta);
-                return false;
-            }
+            o->staged |= stride < 0 || stride * esize % 16 != 0;
             if (o->batch_axes == MAX_MAP_BATCH) {
                 snprintf(why, why_size, "%s has more than %d batch axes, more than a tensor map holds", name,
                          MAX_MAP_BATCH);
@@ -147,10 +149,12 @@ static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, boo
             o->batch_dim[o->batch_axes] = c->dim[i];
             o->batch_div[o->batch_axes] = div;
             o->batch_stride[o->batch_axes] = stride;
+            o->lines *= c->dim[i];
             o->batch_axes++;
         }
         div *= c->dim[i];
     }
+    o->pitch = (o->inner * esize + 15) / 16 * 16;
     return true;
 }
 
@@ -206,7 +210,29 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
                  p->a.kmajor ? "B" : "A", p->a.kmajor ? "N" : "M");
         return false;
     }
+    /* The scratch: the counter, then each staged copy, 256-byte aligned. */
+    operand_t *ops[2] = {&p->a, &p->b};
+    p->scratch = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!ops[i]->staged)
+            continue;
+        if (ops[i]->lines > (INT64_MAX / 4 - p->scratch) / ops[i]->pitch) {
+            snprintf(why, why_size, "%s is too large to copy into the scratch", i ? "B" : "A");
+            return false;
+        }
+        ops[i]->offset = p->scratch ? p->scratch : 256;
+        p->scratch = (ops[i]->offset + ops[i]->lines * ops[i]->pitch + 255) / 256 * 256;
+    }
     return true;
+}
+
+/* The scratch fields of a kernel whose tensors have their slots: the scratch in the slot
+ * after them, its counter zeroed before each launch. */
+static void set_scratch(const problem_t *p, dnnjit__kernel_t *k)
+{
+    k->scratch_slot = p->scratch ? k->tensor_count : 0;
+    k->scratch_bytes = p->scratch;
+    k->scratch_zero_bytes = p->scratch ? 4 : 0;
 }
 
 static int64_t smem_bytes(const knob_t *kn)
@@ -230,13 +256,15 @@ static int b_box_rows(const knob_t *kn)
     return kn->bn / kn->cluster;
 }
 
-/* The tensor map of one operand over argument slot `slot`: boxes of one 128-byte row (K
- * elements when K-major, M or N elements otherwise) by box_rows rows or a K tile. fp8 goes
- * as bytes, which TMA copies as they are. */
-static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int box_rows, int slot)
+/* The tensor map of one operand over argument slot `slot` (its copy in the scratch, slot
+ * `scratch_slot`, when staged): boxes of one 128-byte row (K elements when K-major, M or N
+ * elements otherwise) by box_rows rows or a K tile. fp8 goes as bytes, which TMA copies as
+ * they are. */
+static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int box_rows, int slot, int scratch_slot)
 {
     uint64_t esize = (uint64_t)p->esize;
-    dnnjit__tma_operand_t t = {.slot = slot,
+    dnnjit__tma_operand_t t = {.slot = o->staged ? scratch_slot : slot,
+                               .offset = o->staged ? (uint64_t)o->offset : 0,
                                .dtype = esize == 1                                       ? DNNJIT__TMA_DTYPE_UINT8
                                         : o->t->resolved_type == DNNJIT_DATA_TYPE_BFLOAT16 ? DNNJIT__TMA_DTYPE_BFLOAT16
                                                                                           : DNNJIT__TMA_DTYPE_FLOAT16,
@@ -245,26 +273,34 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
     t.dims[0] = (uint64_t)(o->kmajor ? p->k : o->rows);
     t.dims[1] = (uint64_t)(o->kmajor ? o->rows : p->k);
     /* A stride along a single row is never used, but must still be one TMA accepts. */
-    t.strides[0] = t.dims[1] > 1 ? (uint64_t)o->outer_stride * esize : (t.dims[0] * esize + 15) / 16 * 16;
+    t.strides[0] = o->staged ? (uint64_t)o->pitch
+                   : t.dims[1] > 1 ? (uint64_t)o->outer_stride * esize
+                                   : (t.dims[0] * esize + 15) / 16 * 16;
     t.box[0] = (uint32_t)(TILE_K_BYTES / esize);
     t.box[1] = o->kmajor ? (uint32_t)box_rows : (uint32_t)tile_k(p);
+    /* The copy holds the batch entries one after another, innermost axis first. */
+    uint64_t copy_stride = (uint64_t)o->pitch * t.dims[1];
     for (int i = 0; i < o->batch_axes; i++) {
         t.dims[2 + i] = (uint64_t)o->batch_dim[i];
-        t.strides[1 + i] = (uint64_t)o->batch_stride[i] * esize;
+        t.strides[1 + i] = o->staged ? copy_stride : (uint64_t)o->batch_stride[i] * esize;
+        copy_stride *= (uint64_t)o->batch_dim[i];
         t.box[2 + i] = 1;
     }
     return t;
 }
 
-/* Whether both tensor maps are ones cuTensorMapEncodeTiled takes (strides below 2^40 bytes,
- * dimensions below 2^32 elements); `why` names the operand and the rule otherwise. */
-static bool maps_valid(const problem_t *p, const knob_t *kn, int tensor_count, char *why, size_t why_size)
+/* Whether both tensor maps are ones cuTensorMapEncodeTiled takes for kernel k (whose
+ * tensors have their slots: strides below 2^40 bytes, dimensions below 2^32 elements);
+ * `why` names the operand and the rule otherwise. */
+static bool maps_valid(const problem_t *p, const knob_t *kn, const dnnjit__kernel_t *k, char *why, size_t why_size)
 {
+    dnnjit__kernel_t with_scratch = *k;
+    set_scratch(p, &with_scratch);
     const operand_t *ops[2] = {&p->a, &p->b};
     for (int i = 0; i < 2; i++) {
-        dnnjit__tma_operand_t t = tma_of(p, ops[i], i ? b_box_rows(kn) : TILE_M, 0);
+        dnnjit__tma_operand_t t = tma_of(p, ops[i], i ? b_box_rows(kn) : TILE_M, 0, with_scratch.scratch_slot);
         char rule[120];
-        if (!dnnjit__tma_operand_valid(&t, tensor_count, rule, sizeof rule)) {
+        if (!dnnjit__tma_operand_valid(&t, &with_scratch, rule, sizeof rule)) {
             snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
             return false;
         }
@@ -284,8 +320,14 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     else if (!describe(g, grp, &p, reason, sizeof reason)) {
     } else if (!dnnjit__kernel_assign_slots(g, grp, &slots))
         snprintf(reason, sizeof reason, "the group touches more tensors or scalars than a kernel takes");
-    else if (!maps_valid(&p, &kn, slots.tensor_count, reason, sizeof reason)) {
-    } else if (smem_bytes(&kn) > SMEM_LIMIT)
+    else if (p.scratch && slots.tensor_count == DNNJIT__MAX_KERNEL_TENSORS)
+        snprintf(reason, sizeof reason, "the group's tensors leave no argument slot for the scratch its staged "
+                 "operands need");
+    else if (!maps_valid(&p, &kn, &slots, reason, sizeof reason)) {
+    } else if (p.scratch && kn.cluster > 1)
+        snprintf(reason, sizeof reason, "%s's strides are not ones TMA takes, and the copy the kernel makes of it is "
+                 "not combined with clusters", p.a.staged ? "A" : "B");
+    else if (smem_bytes(&kn) > SMEM_LIMIT)
         snprintf(reason, sizeof reason, "the tile needs %lld bytes of shared memory, more than sm_90a has",
                  (long long)smem_bytes(&kn));
     if (*reason && why)
@@ -347,8 +389,11 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / rate;
     double bytes = p.esize * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) +
                    4.0 * (double)p.batch * p.m * p.n;
-    return 5.0 + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) +
-           variant_rank(&kn);
+    /* Staged operands are read and written once more before the GEMM starts, and the grid
+     * waits at a barrier. */
+    double staging = p.scratch ? 3.0 + 2.0 * (double)p.scratch / 3.0e6 : 0;
+    return 5.0 + staging + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + stage_rank(kn.stages) +
+           (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
 }
 
 /* Mode A's rule within the engine: the tile whose rounds over the SMs waste the least and
@@ -401,6 +446,27 @@ static const char *wgmma_type(dnnjit_data_type_t t)
                                             : "e5m2";
 }
 
+/* DjStage<name>: the copy of a staged operand for dj_stage_copy (see gemm_wgmma.cuh):
+ * line l is line l % lines-per-entry of batch entry l / lines-per-entry, the entry's
+ * coordinates innermost first as in the tensor map. An operand that is not staged gets a
+ * struct with STAGED false. */
+static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *o, int slot)
+{
+    dnnjit__sb_printf(sb, "struct DjStage%s {\n    static constexpr bool STAGED = %s;\n", name,
+                      o->staged ? "true" : "false");
+    dnnjit__sb_printf(sb, "    static constexpr dj_i64 LINES = %lldLL, INNER = %lldLL, PITCH = %lldLL, OFFSET = %lldLL;\n",
+                      (long long)(o->staged ? o->lines : 0), (long long)o->inner, (long long)o->pitch,
+                      (long long)o->offset);
+    dnnjit__sb_printf(sb, "    static constexpr int SLOT = %d;\n", slot);
+    dnnjit__sb_append(sb, "    __device__ static dj_i64 line(dj_i64 l)\n    {\n");
+    dnnjit__sb_printf(sb, "        dj_i64 e = l %% %lldLL * %lldLL;\n        l /= %lldLL;\n", (long long)o->outer,
+                      (long long)o->outer_stride, (long long)o->outer);
+    for (int i = 0; i < o->batch_axes; i++)
+        dnnjit__sb_printf(sb, "        e += l %% %lldLL * %lldLL;\n        l /= %lldLL;\n", (long long)o->batch_dim[i],
+                          (long long)o->batch_stride[i], (long long)o->batch_dim[i]);
+    dnnjit__sb_append(sb, "        return e;\n    }\n};\n");
+}
+
 /* dj_wgmma: one m64n<bn>k<32 bytes> wgmma on shared-memory descriptors, accumulating
  * (scale-d 1) into the thread's bn/2 floats; for 16-bit operands the transpose bits select
  * M- or N-major ones (fp8 ones are K-major, and the instruction has no such bits). */
@@ -433,7 +499,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     char why[200] = "too many tensors for one kernel";
     knob_t kn = decode(knob);
     if (!describe(g, grp, &p, why, sizeof why) || !dnnjit__kernel_assign_slots(g, grp, k) ||
-        !maps_valid(&p, &kn, k->tensor_count, why, sizeof why))
+        !maps_valid(&p, &kn, k, why, sizeof why))
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "gemm_sm90 engine: matmul \"%s\": %s",
                             g->nodes[grp->first_node].name, why);
     int slot_a = dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[0]);
@@ -458,6 +524,11 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\n", kn.bn / 2);
     emit_batch_coords(&sb, "a", &p.a);
     emit_batch_coords(&sb, "b", &p.b);
+    set_scratch(&p, k);
+    dnnjit__sb_printf(&sb, "constexpr bool DJ_STAGING = %s;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n",
+                      p.scratch ? "true" : "false", k->scratch_slot);
+    emit_stage(&sb, "A", &p.a, slot_a);
+    emit_stage(&sb, "B", &p.b, slot_b);
     emit_wgmma(&sb, kn.bn, &p);
     /* The staged epilogue calls dj_epilogue from one loop per column chunk: inlined there,
      * the fused expressions load their pointers once instead of per call. */
@@ -470,16 +541,18 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     if (!k->source)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "gemm_sm90 engine: out of memory generating source");
     snprintf(k->entry, sizeof k->entry, "dj_gemm_sm90");
-    /* Whole clusters: SM_COUNT is even. */
+    /* Whole clusters: SM_COUNT is even. Every SM takes a share of the copies of staged
+     * operands, and waits for the others at the barrier: the launch is cooperative. */
     int64_t work = p.batch * tiles_of(&p, &kn);
-    k->grid[0] = (unsigned)(work < SM_COUNT ? work : SM_COUNT);
+    k->grid[0] = (unsigned)(work < SM_COUNT && !p.scratch ? work : SM_COUNT);
+    k->cooperative = p.scratch > 0;
     k->grid[1] = k->grid[2] = 1;
     k->block[0] = THREADS;
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&kn);
     k->tma_count = 2;
-    k->tma[0] = tma_of(&p, &p.a, TILE_M, slot_a);
-    k->tma[1] = tma_of(&p, &p.b, b_box_rows(&kn), slot_b);
+    k->tma[0] = tma_of(&p, &p.a, TILE_M, slot_a, k->scratch_slot);
+    k->tma[1] = tma_of(&p, &p.b, b_box_rows(&kn), slot_b, k->scratch_slot);
     return DNNJIT_STATUS_SUCCESS;
 }
 

@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -42,14 +43,18 @@ bool dnnjit__kernel_assign_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, d
     return true;
 }
 
-bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, int tensor_count, char *why, size_t why_size)
+bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, const dnnjit__kernel_t *k, char *why,
+                               size_t why_size)
 {
     const char *rule = NULL;
     /* Only the types and the two swizzles the engines use are accepted, so that a map read
      * back from a blob can be no stranger than one an engine makes. */
     const uint64_t esize = t->dtype == DNNJIT__TMA_DTYPE_UINT8 ? 1 : 2;
-    if (t->slot < 0 || t->slot >= tensor_count)
-        rule = "its tensor slot is not one of the kernel's";
+    bool scratch = k->scratch_bytes > 0 && t->slot == k->scratch_slot;
+    if ((t->slot < 0 || t->slot >= k->tensor_count) && !scratch)
+        rule = "its slot is neither one of the kernel's tensors nor its scratch";
+    else if (t->offset % 16 || (!scratch && t->offset))
+        rule = "its offset is not 0 in a tensor, or not a multiple of 16 bytes in the scratch";
     else if (t->dtype != DNNJIT__TMA_DTYPE_FLOAT16 && t->dtype != DNNJIT__TMA_DTYPE_BFLOAT16 &&
              t->dtype != DNNJIT__TMA_DTYPE_UINT8)
         rule = "its data type is not UINT8, FLOAT16 or BFLOAT16";
@@ -57,6 +62,8 @@ bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, int tensor_count,
         rule = "its swizzle is not NONE or 128B";
     else if (t->rank < 1 || t->rank > DNNJIT__MAX_TMA_RANK)
         rule = "its rank is not 1 to 5";
+    /* The bytes from the map's start to its last element, in the scratch. */
+    uint64_t span = esize;
     for (int d = 0; !rule && d < t->rank; d++) {
         if (t->dims[d] < 1 || t->dims[d] > (uint64_t)1 << 32)
             rule = "a dimension is not 1 to 2^32 elements";
@@ -64,11 +71,20 @@ bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, int tensor_count,
             rule = "a box dimension is not 1 to 256 elements";
         else if (d > 0 && (t->strides[d - 1] % 16 || t->strides[d - 1] >= (uint64_t)1 << 40))
             rule = "a stride is not a multiple of 16 bytes below 2^40";
+        else {
+            /* Up to 2^32 elements 2^40 bytes apart: the product can pass 2^64. */
+            uint64_t term;
+            if (__builtin_mul_overflow(t->dims[d] - 1, d ? t->strides[d - 1] : esize, &term) ||
+                __builtin_add_overflow(span, term, &span))
+                span = UINT64_MAX;
+        }
     }
     if (!rule && t->box[0] * esize % 16)
         rule = "the box's inner extent is not a multiple of 16 bytes";
     else if (!rule && t->swizzle == DNNJIT__TMA_SWIZZLE_128B && t->box[0] * esize > 128)
         rule = "the box's inner extent exceeds the 128-byte swizzle span";
+    else if (!rule && scratch && (t->offset > (uint64_t)k->scratch_bytes || span > (uint64_t)k->scratch_bytes - t->offset))
+        rule = "it reaches past the kernel's scratch";
     if (rule && why)
         snprintf(why, why_size, "%s", rule);
     return !rule;

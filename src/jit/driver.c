@@ -264,30 +264,37 @@ dnnjit_status_t dnnjit__driver_load_kernel(const void *cubin, const char *kernel
 }
 
 dnnjit_status_t dnnjit__driver_launch(dnnjit__cu_function_t fn, const unsigned int grid[3],
-                                      const unsigned int block[3], const unsigned int *cluster,
+                                      const unsigned int block[3], const unsigned int *cluster, bool cooperative,
                                       unsigned int shared_bytes, dnnjit__cu_stream_t stream, void **params)
 {
     dnnjit_status_t s = dnnjit__driver_load();
     if (s != DNNJIT_STATUS_SUCCESS)
         return s;
-    if (!cluster || (cluster[0] * cluster[1] * cluster[2] == 1))
+    bool clustered = cluster && cluster[0] * cluster[1] * cluster[2] > 1;
+    if (!clustered && !cooperative)
         return dnnjit__cu_check(api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                                    shared_bytes, stream, params, NULL),
                                 "cuLaunchKernel");
     if (!api.cuLaunchKernelEx)
         return dnnjit__fail(NULL, DNNJIT_STATUS_NOT_SUPPORTED,
-                            "a launch with %ux%ux%u thread block clusters needs cuLaunchKernelEx (CUDA 11.8 driver "
-                            "or newer)",
-                            cluster[0], cluster[1], cluster[2]);
-    dnnjit__cu_launch_attribute_t attr = {.id = DNNJIT__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
-    memcpy(attr.value.cluster_dim, cluster, sizeof attr.value.cluster_dim);
+                            "a %s launch needs cuLaunchKernelEx (CUDA 11.8 driver or newer)",
+                            clustered ? "clustered" : "cooperative");
+    dnnjit__cu_launch_attribute_t attrs[2];
+    unsigned int count = 0;
+    if (clustered) {
+        attrs[count] = (dnnjit__cu_launch_attribute_t){.id = DNNJIT__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+        memcpy(attrs[count++].value.cluster_dim, cluster, sizeof attrs[0].value.cluster_dim);
+    }
+    if (cooperative)
+        attrs[count++] = (dnnjit__cu_launch_attribute_t){.id = DNNJIT__CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+                                                         .value.cooperative = 1};
     dnnjit__cu_launch_config_t config = {
         .grid = {grid[0], grid[1], grid[2]},
         .block = {block[0], block[1], block[2]},
         .shared_bytes = shared_bytes,
         .stream = stream,
-        .attrs = &attr,
-        .attr_count = 1,
+        .attrs = attrs,
+        .attr_count = count,
     };
     return dnnjit__cu_check(api.cuLaunchKernelEx(&config, fn, params, NULL), "cuLaunchKernelEx");
 }

@@ -107,6 +107,7 @@ typedef struct dnnjit__cu_launch_attribute {
     char pad[4];
     union {
         unsigned int cluster_dim[3];
+        int cooperative;
         char bytes[64];
     } value;
 } dnnjit__cu_launch_attribute_t;
@@ -135,6 +136,7 @@ enum {
     DNNJIT__CU_MEMORYTYPE_DEVICE = 2,
     DNNJIT__CU_MEMORYTYPE_UNIFIED = 4,
     DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    DNNJIT__CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
     DNNJIT__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
     DNNJIT__CU_STREAM_NON_BLOCKING = 1,
     DNNJIT__CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
@@ -235,10 +237,11 @@ void dnnjit__arch_for_capability(int major, int minor, char arch[DNNJIT__ARCH_LE
 dnnjit_status_t dnnjit__driver_load_kernel(const void *cubin, const char *kernel, dnnjit__cu_module_t *module,
                                            dnnjit__cu_function_t *fn);
 
-/* Launches `fn`; a cluster of more than one block per dimension uses cuLaunchKernelEx with
- * a cluster attribute (cluster NULL: none). */
+/* Launches `fn`; a cluster of more than one block per dimension (cluster NULL: none) or a
+ * cooperative launch (every block resident at once, or the launch fails) uses
+ * cuLaunchKernelEx with the matching attributes. */
 dnnjit_status_t dnnjit__driver_launch(dnnjit__cu_function_t fn, const unsigned int grid[3],
-                                      const unsigned int block[3], const unsigned int *cluster,
+                                      const unsigned int block[3], const unsigned int *cluster, bool cooperative,
                                       unsigned int shared_bytes, dnnjit__cu_stream_t stream, void **params);
 
 /* Whether `ptr` is device (or managed) memory the device can address; `who` names the

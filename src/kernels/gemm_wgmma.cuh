@@ -32,6 +32,16 @@
 //       transpose bits of the operands' majors
 //   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
 //       and (when pair) col + 1; stores every output
+//   DJ_STAGING DJ_SCRATCH_SLOT   whether an operand's strides are ones TMA cannot take, so
+//       that the kernel first copies it into its scratch (DjArgs.ptr[DJ_SCRATCH_SLOT], the
+//       grid barrier's counter in its first word)
+//   DjStageA DjStageB         each operand's copy (STAGED, and the fields dj_stage_copy reads)
+//
+// Staging: every CTA copies its share of the lines of the staged operands into the scratch
+// (through shared memory, so that global memory is read and written in aligned 16-byte
+// pieces whatever the source's alignment), then all wait at a grid-wide barrier, which the
+// cooperative launch makes safe (every CTA resident), before the GEMM reads the copies
+// with TMA.
 //
 // Shared-memory layout of one stage, both operands in TMA's 128-byte swizzle (atoms of eight
 // 128-byte rows, 1024-byte aligned):
@@ -226,6 +236,128 @@ __device__ __forceinline__ void dj_release(unsigned empty, unsigned rank)
         dj_mbar_arrive_cluster(empty, rank ^ 1u);
 }
 
+// ---- staging ------------------------------------------------------------------------
+
+// Copies the lines of one staged operand S (S::LINES lines of S::INNER elements, line l's
+// first element S::line(l) elements into DjArgs.ptr[S::SLOT], contiguous) into the scratch
+// at byte S::OFFSET, lines S::PITCH bytes apart, through `buffer` (BUFFER bytes of shared
+// memory, 16-byte aligned). Work goes in units of DJ_SEG bytes of a line, SLOTS units per
+// CTA and round: all threads first read the aligned 16-byte pieces that hold each unit's
+// bytes into its slot (pieces cut by the unit's ends element by element, so nothing outside
+// the tensor is read), then write the unit's bytes, shifted to the slot's start, as 16-byte
+// stores (the last one may run into the line's padding, which TMA never reads).
+constexpr int DJ_SEG = 4096;
+constexpr int DJ_SEG_SLOT = DJ_SEG + 16; // a unit's bytes start anywhere in their first piece
+
+template <class S, unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, unsigned char *buffer)
+{
+    constexpr dj_i64 LINE_BYTES = S::INNER * DJ_ESIZE, SEGS = (LINE_BYTES + DJ_SEG - 1) / DJ_SEG;
+    constexpr dj_i64 UNITS = S::LINES * SEGS;
+    constexpr int SLOTS = (int)(BUFFER / DJ_SEG_SLOT), PIECES = DJ_SEG_SLOT / 16;
+    constexpr int LOADS = (SLOTS * PIECES + DJ_THREADS - 1) / DJ_THREADS;
+    static_assert(SLOTS >= 1, "the pipeline's stages hold at least one unit");
+    const unsigned char *const src = (const unsigned char *)args.ptr[S::SLOT];
+    unsigned char *const dst = (unsigned char *)args.ptr[DJ_SCRATCH_SLOT] + S::OFFSET;
+    // The unit's first byte and length.
+    auto unit = [&](dj_i64 u, const unsigned char *&begin, int &length) {
+        const dj_i64 line = u / SEGS, seg = u % SEGS;
+        begin = src + S::line(line) * DJ_ESIZE + seg * DJ_SEG;
+        length = (int)(LINE_BYTES - seg * DJ_SEG < DJ_SEG ? LINE_BYTES - seg * DJ_SEG : DJ_SEG);
+    };
+    for (dj_i64 first = (dj_i64)blockIdx.x * SLOTS; first < UNITS; first += (dj_i64)gridDim.x * SLOTS) {
+        // Every whole piece's load is issued before any is stored, so that each thread has
+        // LOADS of them in flight.
+        uint4 piece[LOADS];
+        bool whole[LOADS];
+#pragma unroll
+        for (int i = 0; i < LOADS; i++) {
+            const int q = (int)threadIdx.x + i * DJ_THREADS, s = q / PIECES;
+            whole[i] = false;
+            if (s >= SLOTS || first + s >= UNITS)
+                continue;
+            const unsigned char *begin;
+            int length;
+            unit(first + s, begin, length);
+            const unsigned char *at = (const unsigned char *)((dj_u64)begin & ~(dj_u64)15) + 16 * (q % PIECES);
+            if (at >= begin && at + 16 <= begin + length) {
+                piece[i] = __ldg((const uint4 *)at);
+                whole[i] = true;
+            } else {
+                for (int b = 0; b < 16; b++)
+                    if (at + b >= begin && at + b < begin + length)
+                        buffer[s * DJ_SEG_SLOT + 16 * (q % PIECES) + b] = at[b];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < LOADS; i++)
+            if (whole[i]) {
+                const int q = (int)threadIdx.x + i * DJ_THREADS;
+                *(uint4 *)&buffer[q / PIECES * DJ_SEG_SLOT + 16 * (q % PIECES)] = piece[i];
+            }
+        __syncthreads();
+        for (int q = (int)threadIdx.x; q < SLOTS * (DJ_SEG / 16); q += DJ_THREADS) {
+            const int s = q / (DJ_SEG / 16), c = q % (DJ_SEG / 16);
+            if (first + s >= UNITS)
+                break;
+            const unsigned char *begin;
+            int length;
+            unit(first + s, begin, length);
+            if (16 * c >= length)
+                continue;
+            // The unit's bytes start (begin mod 16) into the slot; elements are DJ_ESIZE-aligned.
+            const unsigned char *from = buffer + s * DJ_SEG_SLOT + ((dj_u64)begin & 15) + 16 * c;
+            uint4 v;
+            if constexpr (DJ_ESIZE == 2) {
+                unsigned short h[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    h[e] = ((const unsigned short *)from)[e];
+                v = make_uint4(h[0] | (unsigned)h[1] << 16, h[2] | (unsigned)h[3] << 16, h[4] | (unsigned)h[5] << 16,
+                               h[6] | (unsigned)h[7] << 16);
+            } else {
+                unsigned w[4] = {0, 0, 0, 0};
+#pragma unroll
+                for (int e = 0; e < 16; e++)
+                    w[e / 4] |= (unsigned)from[e] << 8 * (e % 4);
+                v = make_uint4(w[0], w[1], w[2], w[3]);
+            }
+            const dj_i64 line = (first + s) / SEGS, seg = (first + s) % SEGS;
+            *(uint4 *)(dst + line * S::PITCH + seg * DJ_SEG + 16 * c) = v;
+        }
+        // The next round overwrites the slots.
+        __syncthreads();
+    }
+}
+
+// The copies of the staged operands, through the pipeline's stages (not yet in use).
+__device__ __forceinline__ void dj_stage_operands(const DjArgs &args, unsigned char *stages)
+{
+    constexpr unsigned BUFFER = DJ_STAGES * (DJ_A_STAGE + DJ_B_STAGE);
+    if constexpr (DjStageA::STAGED)
+        dj_stage_copy<DjStageA, BUFFER>(args, stages);
+    if constexpr (DjStageB::STAGED)
+        dj_stage_copy<DjStageB, BUFFER>(args, stages);
+}
+
+// Every CTA of the grid, its staged copies written: the writes made visible to the TMA
+// unit (the async proxy) and to the other CTAs, then a count of arrivals in the scratch's
+// first word (zeroed by execute before each launch).
+__device__ __forceinline__ void dj_grid_barrier(unsigned *counter)
+{
+    asm volatile("fence.proxy.async;\n" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(counter, 1u);
+        unsigned arrived;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(arrived) : "l"(counter) : "memory");
+        } while (arrived < gridDim.x);
+        asm volatile("fence.proxy.async;\n" ::: "memory");
+    }
+    __syncthreads();
+}
+
 // ---- tiles and loads ----------------------------------------------------------------
 
 // Batch entry and tile of work item `work` for the CTA of cluster rank `rank`, in grouped
@@ -311,6 +443,10 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
     const unsigned base = (dj_smem_u32(dj_smem) + 1023u) & ~1023u;
     const unsigned a_stages = base, b_stages = base + DJ_STAGES * DJ_A_STAGE;
     const unsigned bars = b_stages + DJ_STAGES * DJ_B_STAGE;
+    if constexpr (DJ_STAGING) {
+        dj_stage_operands(args, dj_smem + (base - dj_smem_u32(dj_smem)));
+        dj_grid_barrier((unsigned *)args.ptr[DJ_SCRATCH_SLOT]);
+    }
     // The staged epilogue's rows, after the barriers: DJ_CONSUMER_WARPS blocks of 16 rows.
     float *const epi_rows = (float *)(dj_smem + (bars + 16u * DJ_STAGES - dj_smem_u32(dj_smem)));
     auto full = [&](int s) { return bars + 8u * (unsigned)s; };

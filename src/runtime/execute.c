@@ -88,17 +88,23 @@ static dnnjit_status_t encode_tensor_maps(dnnjit_graph_t g, int64_t gi, dnnjit__
     const dnnjit__kernel_t *k = &b->kernel;
     for (int i = 0; i < k->tma_count; i++) {
         const dnnjit__tma_operand_t *t = &k->tma[i];
-        void *address = args->ptr[t->slot];
-        const dnnjit__tensor_t *tensor = dnnjit__tensor(g, k->tensors[t->slot]);
-        if (address && address == b->tma_address[i]) {
+        void *address = (char *)args->ptr[t->slot] + t->offset;
+        if (args->ptr[t->slot] && address == b->tma_address[i]) {
             memcpy(&maps[i], b->tma_map[i], sizeof maps[i]);
             continue;
         }
+        /* A map over the scratch (a copy of an operand the kernel makes) names no tensor;
+         * the scratch is 256-byte aligned and its maps' offsets 16-byte multiples. */
+        char what[300] = "its scratch";
+        if (t->slot < k->tensor_count) {
+            const dnnjit__tensor_t *tensor = dnnjit__tensor(g, k->tensors[t->slot]);
+            snprintf(what, sizeof what, "tensor \"%s\" (uid %lld)", tensor->name, (long long)tensor->uid);
+        }
         if ((uintptr_t)address % 16)
             return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM,
-                                "execute: kernel %lld (%s) loads tensor \"%s\" (uid %lld) with TMA, which needs a 16-byte "
-                                "aligned address, but it is at %p (build a plan of another engine for such buffers)",
-                                (long long)gi, k->entry, tensor->name, (long long)tensor->uid, address);
+                                "execute: kernel %lld (%s) loads %s with TMA, which needs a 16-byte aligned address, but "
+                                "it is at %p (build a plan of another engine for such buffers)",
+                                (long long)gi, k->entry, what, address);
         if (!dnnjit__cuda()->cuTensorMapEncodeTiled)
             return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED,
                                 "execute: kernel %lld (%s) needs cuTensorMapEncodeTiled, which this CUDA driver lacks "
@@ -112,8 +118,8 @@ static dnnjit_status_t encode_tensor_maps(dnnjit_graph_t g, int64_t gi, dnnjit__
         if (s) {
             char cause[DNNJIT__MSG_LEN];
             snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
-            return dnnjit__fail(g, s, "execute: kernel %lld (%s): the tensor map of tensor \"%s\" (uid %lld): %s",
-                                (long long)gi, k->entry, tensor->name, (long long)tensor->uid, cause);
+            return dnnjit__fail(g, s, "execute: kernel %lld (%s): the tensor map of %s: %s", (long long)gi, k->entry,
+                                what, cause);
         }
         memcpy(b->tma_map[i], &maps[i], sizeof maps[i]);
         b->tma_address[i] = address;
@@ -186,8 +192,8 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
         if (!s && k->tma_count && (s = encode_tensor_maps(g, gi, b, &args, maps)))
             return s;
         if (!s)
-            s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, k->grid, k->block, NULL, k->shared_bytes,
-                                  (dnnjit__cu_stream_t)stream, params);
+            s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, k->grid, k->block, NULL, k->cooperative,
+                                      k->shared_bytes, (dnnjit__cu_stream_t)stream, params);
         if (s) {
             char cause[DNNJIT__MSG_LEN];
             snprintf(cause, sizeof cause, "%s", dnnjit_last_error());

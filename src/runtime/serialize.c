@@ -15,7 +15,7 @@
 #include <string.h>
 
 #define BLOB_MAGIC "DNNJITGR"
-#define BLOB_FORMAT 2u
+#define BLOB_FORMAT 3u
 #define HEADER_SIZE 32
 
 /* Bounds far above anything dnnjit writes; a field beyond one is damage. */
@@ -81,6 +81,7 @@ static void put_tma(writer_t *w, const dnnjit__kernel_t *k)
     for (int i = 0; i < k->tma_count; i++) {
         const dnnjit__tma_operand_t *t = &k->tma[i];
         put_u32(w, (uint32_t)t->slot);
+        put_u64(w, t->offset);
         put_u32(w, (uint32_t)t->dtype);
         put_u32(w, (uint32_t)t->rank);
         put_u32(w, (uint32_t)t->swizzle);
@@ -118,6 +119,7 @@ static void write_body(writer_t *w, dnnjit_graph_t g, const char *arch, const ch
         for (int d = 0; d < 3; d++)
             put_u32(w, k->block[d]);
         put_u32(w, k->shared_bytes);
+        put_u32(w, k->cooperative);
         put_u32(w, (uint32_t)k->scratch_slot);
         put_u64(w, (uint64_t)k->scratch_bytes);
         put_u64(w, (uint64_t)k->scratch_zero_bytes);
@@ -414,6 +416,7 @@ static dnnjit_status_t read_tma(reader_t *r, int64_t i, dnnjit__kernel_t *k)
     for (uint32_t m = 0; m < count && !r->status; m++) {
         dnnjit__tma_operand_t *t = &k->tma[m];
         t->slot = (int)get_u32(r, "a tensor map's slot");
+        t->offset = get_u64(r, "a tensor map's offset");
         t->dtype = (int)get_u32(r, "a tensor map's data type");
         t->rank = (int)get_u32(r, "a tensor map's rank");
         t->swizzle = (int)get_u32(r, "a tensor map's swizzle");
@@ -424,7 +427,7 @@ static dnnjit_status_t read_tma(reader_t *r, int64_t i, dnnjit__kernel_t *k)
         for (int d = 0; d < DNNJIT__MAX_TMA_RANK; d++)
             t->box[d] = get_u32(r, "a tensor map's box");
         char why[120];
-        if (!r->status && !dnnjit__tma_operand_valid(t, k->tensor_count, why, sizeof why))
+        if (!r->status && !dnnjit__tma_operand_valid(t, k, why, sizeof why))
             bad(r, DNNJIT_STATUS_PARSE_ERROR, "kernel %lld (%s): tensor map %u is impossible: %s", (long long)i,
                 k->entry, m, why);
     }
@@ -438,7 +441,7 @@ static bool same_tma(const dnnjit__kernel_t *a, const dnnjit__kernel_t *b)
         return false;
     for (int i = 0; i < a->tma_count; i++) {
         const dnnjit__tma_operand_t *x = &a->tma[i], *y = &b->tma[i];
-        if (x->slot != y->slot || x->dtype != y->dtype || x->rank != y->rank || x->swizzle != y->swizzle ||
+        if (x->slot != y->slot || x->offset != y->offset || x->dtype != y->dtype || x->rank != y->rank || x->swizzle != y->swizzle ||
             memcmp(x->dims, y->dims, sizeof x->dims) != 0 || memcmp(x->strides, y->strides, sizeof x->strides) != 0 ||
             memcmp(x->box, y->box, sizeof x->box) != 0)
             return false;
@@ -464,15 +467,17 @@ static dnnjit_status_t read_kernel(reader_t *r, dnnjit_graph_t g, int64_t i, dnn
     for (int d = 0; d < 3; d++)
         threads *= (k->block[d] = get_u32(r, "the block"));
     k->shared_bytes = get_u32(r, "the shared memory size");
+    uint32_t cooperative = get_u32(r, "the cooperative flag");
     uint32_t scratch_slot = get_u32(r, "the scratch slot");
     uint64_t scratch = get_u64(r, "the scratch size"), zeroed = get_u64(r, "the scratch size to zero");
     if (r->status)
         return r->status;
     if (!k->grid[0] || !k->grid[1] || !k->grid[2] || !threads || threads > MAX_BLOCK_THREADS ||
-        k->shared_bytes > MAX_SHARED_BYTES)
+        k->shared_bytes > MAX_SHARED_BYTES || cooperative > 1)
         return bad(r, DNNJIT_STATUS_PARSE_ERROR, "kernel %lld (%s): launch shape grid (%u, %u, %u), block (%u, %u, %u), "
-                   "%u shared bytes is impossible", (long long)i, k->entry, k->grid[0], k->grid[1], k->grid[2],
-                   k->block[0], k->block[1], k->block[2], k->shared_bytes);
+                   "%u shared bytes, cooperative flag %u is impossible", (long long)i, k->entry, k->grid[0], k->grid[1],
+                   k->grid[2], k->block[0], k->block[1], k->block[2], k->shared_bytes, cooperative);
+    k->cooperative = cooperative;
     k->tensor_count = read_slots(r, g, i, false, k->tensors, DNNJIT__MAX_KERNEL_TENSORS);
     k->scalar_count = read_slots(r, g, i, true, k->scalars, DNNJIT__MAX_KERNEL_SCALARS);
     /* Execute writes the scratch address into DjArgs.ptr[scratch_slot] and zeroes the first
@@ -525,7 +530,7 @@ static dnnjit_status_t check_generated(reader_t *r, dnnjit_graph_t g, int64_t i,
     const char *differs =
         strcmp(want.entry, k->entry) != 0 ? "entry name"
         : memcmp(want.grid, k->grid, sizeof want.grid) != 0 || memcmp(want.block, k->block, sizeof want.block) != 0 ||
-                want.shared_bytes != k->shared_bytes
+                want.shared_bytes != k->shared_bytes || want.cooperative != k->cooperative
             ? "launch shape"
         : want.scratch_slot != k->scratch_slot || want.scratch_bytes != k->scratch_bytes ||
                 want.scratch_zero_bytes != k->scratch_zero_bytes
