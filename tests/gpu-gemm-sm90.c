@@ -369,10 +369,11 @@ static void autotune_passes_over_refused_plans(void **state)
     dnnjit_graph_destroy(g);
 }
 
-int main(void)
+/* Whether a GPU can execute and is an sm_90a one, which the gemm_sm90 engine needs. */
+static bool sm90a_available(void)
 {
     if (!tu_gpu_available())
-        return 77;
+        return false;
     dnnjit_handle_t h = NULL;
     char arch[32] = "";
     if (dnnjit_handle_create(&h) == DNNJIT_STATUS_SUCCESS)
@@ -380,8 +381,13 @@ int main(void)
     dnnjit_handle_destroy(h);
     if (strcmp(arch, "sm_90a") != 0) {
         printf("skipped: the gemm_sm90 engine needs an sm_90a device, this is %s\n", arch);
-        return 77;
+        return false;
     }
+    return true;
+}
+
+int main(int argc, char **argv)
+{
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(unaligned_buffer_refused),
         cmocka_unit_test(autotune_passes_over_refused_plans),
@@ -390,5 +396,5 @@ int main(void)
         cmocka_unit_test(fp8_against_reference),
         cmocka_unit_test(big_sampled),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, sm90a_available);
 }

@@ -261,10 +261,8 @@ static void four_d_batch(void **state)
     dnnjit_graph_destroy(g);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    if (!tu_gpu_available())
-        return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(half_and_bf16),
         cmocka_unit_test(float_inputs),
@@ -272,5 +270,5 @@ int main(void)
         cmocka_unit_test(prologues),
         cmocka_unit_test(prologues_fallback),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }
