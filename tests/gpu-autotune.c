@@ -149,7 +149,7 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
     return remove(path);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(cache_dir, sizeof cache_dir, "%s/dnnjit-gpu-autotune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -157,15 +157,12 @@ int main(void)
         return 1;
     setenv("DNNJIT_CACHE_DIR", cache_dir, 1);
     unsetenv("DNNJIT_CACHE");
-    int rc = 77;
-    if (tu_gpu_available()) {
-        const struct CMUnitTest tests[] = {
-            cmocka_unit_test(pointwise),
-            cmocka_unit_test(seed000),
-            cmocka_unit_test(split_k),
-        };
-        rc = cmocka_run_group_tests(tests, NULL, NULL);
-    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pointwise),
+        cmocka_unit_test(seed000),
+        cmocka_unit_test(split_k),
+    };
+    int rc = TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
     nftw(cache_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return rc;
 }

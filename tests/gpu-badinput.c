@@ -88,14 +88,12 @@ static void bad_packs_on_a_device(void **state)
     dnnjit_graph_destroy(g);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     /* The disk cache stays out of the user's home: memory is enough here. */
     setenv("DNNJIT_CACHE", "0", 1);
-    if (!tu_gpu_available())
-        return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_packs_on_a_device),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }

@@ -167,13 +167,11 @@ static void sdpa_family(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    if (!tu_gpu_available())
-        return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matmul_family), cmocka_unit_test(reduction_family), cmocka_unit_test(softmax_family),
         cmocka_unit_test(norm_family),   cmocka_unit_test(sdpa_family),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }

@@ -104,18 +104,50 @@ static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit)
     run_sm90_plans_within(g, label, limit, 1e-2);
 }
 
+/* Each case's sm_90 plans: every one for the "every knob" cases, the first two for the
+ * others. TMA reads K-major rows in place when K is a multiple of 8 (16 bytes), M- and
+ * N-major ones when M or N is; the kernel copies the others first (staged). */
+static void run_cases(const gemm_case_t *cases, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        dnnjit_graph_t g = build_case(&cases[i]);
+        run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2);
+        dnnjit_graph_destroy(g);
+    }
+}
+
+/* Each "every knob" shape is a case of its own (30 plans each), so that ctest and
+ * scripts/gpu-sanitize run them in parallel. */
+static void every_knob_bf16(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 256^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 256, ROW, ROW,
+                                  BIAS_RELU, true};
+    run_cases(&c, 1);
+}
+
+static void every_knob_half_col(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 264x200x136 half A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 264, 200,
+                                  136, COL, COL, PLAIN, true};
+    run_cases(&c, 1);
+}
+
+/* Clusters: the second's second tile lies past M, and with 256-wide tiles B's second
+ * K-major half lies past N. */
+static void every_knob_clusters(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 300x72x200 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 200,
+                                  ROW, COL, ROW_BIAS_RESIDUAL, true};
+    run_cases(&c, 1);
+}
+
 static void cases_against_reference(void **state)
 {
     (void)state;
-    /* TMA reads K-major rows in place when K is a multiple of 8 (16 bytes), M- and N-major
-     * ones when M or N is; the kernel copies the others first. */
     static const gemm_case_t cases[] = {
-        {"every knob 256^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 256, ROW, ROW, BIAS_RELU, true},
-        {"every knob 264x200x136 half A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 264, 200, 136, COL, COL, PLAIN, true},
-        /* Clusters: the second's second tile lies past M, and with 256-wide tiles B's
-         * second K-major half lies past N. */
-        {"every knob 300x72x200 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 200, ROW, COL,
-         ROW_BIAS_RESIDUAL, true},
         {"1x8x8 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1, 8, 8, ROW, ROW, PLAIN, false},
         {"7x1000x8 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 7, 1000, 8, ROW, ROW, BIAS_RELU, false},
         {"1000x77x4096 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1000, 77, 4096, ROW, COL, PLAIN, false},
@@ -127,10 +159,24 @@ static void cases_against_reference(void **state)
         {"batch bcast A 64x200x96 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 5, 64, 200, 96, ROW, COL, BIAS_RELU, false},
         {"batch 4 256x512x320 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 4, 4, 256, 512, 320, ROW, ROW, PLAIN, false},
         {"512x512x512 bf16 scale cast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 512, 512, 512, ROW, ROW, SCALE_CAST, false},
-        /* Staged: strides TMA cannot take, copied by the kernel first (odd sizes, odd
-         * padding, batch strides of odd bytes, both majors, broadcast). */
-        {"every knob 264x200x136 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 264, 200, 136, ROW_UNALIGNED,
-         ROW_UNALIGNED, BIAS_RELU, true},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* Staged operands: strides TMA cannot take, which the kernel copies into its scratch first
+ * (odd sizes, odd padding, batch strides of odd bytes, both majors, broadcast). */
+static void every_knob_staged(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 264x200x136 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 264, 200,
+                                  136, ROW_UNALIGNED, ROW_UNALIGNED, BIAS_RELU, true};
+    run_cases(&c, 1);
+}
+
+static void staged_against_reference(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
         {"1031x1025x1027 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1031, 1025, 1027, ROW, ROW, PLAIN, false},
         {"1000x77x4099 half staged A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 1000, 77, 4099, COL_UNALIGNED,
          COL_UNALIGNED, ROW_BIAS_RESIDUAL, false},
@@ -139,11 +185,7 @@ static void cases_against_reference(void **state)
         {"batch 2 7x1000x8195 bf16 staged A only", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 7, 1000, 8195, ROW_UNALIGNED,
          ROW, PLAIN, false},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        dnnjit_graph_t g = build_case(&cases[i]);
-        run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2);
-        dnnjit_graph_destroy(g);
-    }
+    run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major), the
@@ -392,10 +434,11 @@ static void autotune_passes_over_refused_plans(void **state)
     dnnjit_graph_destroy(g);
 }
 
-int main(void)
+/* Whether a GPU can execute and is an sm_90a one, which the gemm_sm90 engine needs. */
+static bool sm90a_available(void)
 {
     if (!tu_gpu_available())
-        return 77;
+        return false;
     dnnjit_handle_t h = NULL;
     char arch[32] = "";
     if (dnnjit_handle_create(&h) == DNNJIT_STATUS_SUCCESS)
@@ -403,15 +446,25 @@ int main(void)
     dnnjit_handle_destroy(h);
     if (strcmp(arch, "sm_90a") != 0) {
         printf("skipped: the gemm_sm90 engine needs an sm_90a device, this is %s\n", arch);
-        return 77;
+        return false;
     }
+    return true;
+}
+
+int main(int argc, char **argv)
+{
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(unaligned_buffer_refused),
         cmocka_unit_test(autotune_passes_over_refused_plans),
+        cmocka_unit_test(every_knob_bf16),
+        cmocka_unit_test(every_knob_half_col),
+        cmocka_unit_test(every_knob_clusters),
         cmocka_unit_test(cases_against_reference),
+        cmocka_unit_test(every_knob_staged),
+        cmocka_unit_test(staged_against_reference),
         cmocka_unit_test(four_d_batch),
         cmocka_unit_test(fp8_against_reference),
         cmocka_unit_test(big_sampled),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, sm90a_available);
 }

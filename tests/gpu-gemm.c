@@ -156,15 +156,45 @@ static void run_all(const gemm_case_t *cases, size_t count)
             fail_msg("%s: no tensor-core GEMM plan was offered", cases[i].label);
 }
 
+/* Each "every knob" shape is a case of its own: compiling its 40 to 75 plans is most of
+ * this program's time, and ctest and scripts/gpu-sanitize run the cases in parallel. */
+static void every_knob_bf16(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 200x136x8192 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 200, 136, 8192,
+                                  ROW, COL, BIAS_RELU};
+    run_all(&c, 1);
+}
+
+static void every_knob_half(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 136x200x4096 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 136, 200, 4096, COL,
+                                  ROW, PLAIN};
+    run_all(&c, 1);
+}
+
+/* M, N and K multiples of every tile: the kernels compile their edge checks away. */
+static void every_knob_bf16_whole(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 256x256x2048 bf16 whole", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256,
+                                  2048, ROW, ROW, BIAS_RELU};
+    run_all(&c, 1);
+}
+
+static void every_knob_half_whole(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 256x256x1024 half whole", DNNJIT_DATA_TYPE_HALF, 2, 2, 256, 256, 1024,
+                                  COL, COL, PLAIN};
+    run_all(&c, 1);
+}
+
 static void half_and_bf16(void **state)
 {
     (void)state;
     static const gemm_case_t cases[] = {
-        {"every knob 200x136x8192 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 200, 136, 8192, ROW, COL, BIAS_RELU},
-        {"every knob 136x200x4096 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 136, 200, 4096, COL, ROW, PLAIN},
-        /* M, N and K multiples of every tile: the kernels compile their edge checks away. */
-        {"every knob 256x256x2048 bf16 whole", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 2048, ROW, ROW, BIAS_RELU},
-        {"every knob 256x256x1024 half whole", DNNJIT_DATA_TYPE_HALF, 2, 2, 256, 256, 1024, COL, COL, PLAIN},
         {"seed 000 half", DNNJIT_DATA_TYPE_HALF, 4, 4, 64, 64, 128, ROW, ROW, PLAIN},
         {"1x1x1 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 1, 1, 1, ROW, ROW, PLAIN},
         {"7x7x7 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 7, 7, 7, ROW, ROW, PLAIN},
@@ -182,12 +212,26 @@ static void half_and_bf16(void **state)
     run_all(cases, sizeof cases / sizeof cases[0]);
 }
 
+static void every_knob_float(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 200x136x8192 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 200, 136, 8192, ROW,
+                                  ROW, BIAS_RELU};
+    run_all(&c, 1);
+}
+
+static void every_knob_float_whole(void **state)
+{
+    (void)state;
+    static const gemm_case_t c = {"every knob 256x128x1024 float whole", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 256, 128, 1024,
+                                  ROW, COL, PLAIN};
+    run_all(&c, 1);
+}
+
 static void float_inputs(void **state)
 {
     (void)state;
     static const gemm_case_t cases[] = {
-        {"every knob 200x136x8192 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 200, 136, 8192, ROW, ROW, BIAS_RELU},
-        {"every knob 256x128x1024 float whole", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 256, 128, 1024, ROW, COL, PLAIN},
         {"7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 77, 1000, ROW, ROW, PLAIN},
         {"1000x7x77 float A col", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 7, 77, COL, ROW, BIAS_RELU},
         {"256x300x128 float B col", DNNJIT_DATA_TYPE_FLOAT, 2, 1, 256, 300, 128, ROW, COL, ROW_BIAS_RESIDUAL},
@@ -261,16 +305,20 @@ static void four_d_batch(void **state)
     dnnjit_graph_destroy(g);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    if (!tu_gpu_available())
-        return 77;
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_knob_bf16),
+        cmocka_unit_test(every_knob_half),
+        cmocka_unit_test(every_knob_bf16_whole),
+        cmocka_unit_test(every_knob_half_whole),
         cmocka_unit_test(half_and_bf16),
+        cmocka_unit_test(every_knob_float),
+        cmocka_unit_test(every_knob_float_whole),
         cmocka_unit_test(float_inputs),
         cmocka_unit_test(four_d_batch),
         cmocka_unit_test(prologues),
         cmocka_unit_test(prologues_fallback),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }

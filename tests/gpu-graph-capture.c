@@ -126,17 +126,15 @@ static void split_k(void **state)
     dnnjit_graph_destroy(g);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     /* Kernels compile into memory only: the test leaves nothing on disk. */
     setenv("DNNJIT_CACHE", "0", 1);
-    if (!tu_gpu_available())
-        return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seed000),
         cmocka_unit_test(pointwise_with_scalar),
         cmocka_unit_test(two_kernels),
         cmocka_unit_test(split_k),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }

@@ -3,9 +3,11 @@
  * the whole program is skipped (exit 77). */
 #include "jit-test.h"
 
+#include "gpu_util.h"
+
 #include <math.h>
 
-/* The device's architecture, set once by main. */
+/* The device's architecture, set once by device_ready. */
 static char arch[DNNJIT__ARCH_LEN];
 
 typedef struct kernel {
@@ -171,16 +173,22 @@ static void unknown_device_is_rejected(void **state)
     JT_FAILS(dnnjit__driver_use_device(4096), DNNJIT_STATUS_BAD_PARAM, "does not exist");
 }
 
-int main(void)
+/* Whether device 0 can run kernels (the driver layer's own check, no handle); sets `arch`. */
+static bool device_ready(void)
 {
-    /* The disk cache stays out of the user's home: memory is enough here. */
-    setenv("DNNJIT_CACHE", "0", 1);
     if (dnnjit__driver_use_device(0) != DNNJIT_STATUS_SUCCESS ||
         dnnjit__driver_current_arch(arch) != DNNJIT_STATUS_SUCCESS) {
         printf("skipped: no usable GPU: %s\n", dnnjit_last_error());
-        return 77;
+        return false;
     }
     printf("device 0 is %s\n", arch);
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    /* The disk cache stays out of the user's home: memory is enough here. */
+    setenv("DNNJIT_CACHE", "0", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(axpy_runs_and_is_timed),
         cmocka_unit_test(mma_sums_ones),
@@ -189,5 +197,5 @@ int main(void)
         cmocka_unit_test(load_failures_name_the_call),
         cmocka_unit_test(unknown_device_is_rejected),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, device_ready);
 }

@@ -98,14 +98,12 @@ static void strided_and_broadcast(void **state)
     dnnjit_graph_destroy(g);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    if (!tu_gpu_available())
-        return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sigmoid_fma_sizes_and_types),
         cmocka_unit_test(every_mode_float),
         cmocka_unit_test(strided_and_broadcast),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }

@@ -401,16 +401,15 @@ static void strided_layouts(void **state)
     check(g, -1.0, 1.0, 1e-2, true, "softmax then its backward, permuted batch");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    if (!tu_gpu_available())
-        return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(softmax_all),       cmocka_unit_test(norms_all),     cmocka_unit_test(reductions_all),
         cmocka_unit_test(long_rows),         cmocka_unit_test(add_rmsnorm),   cmocka_unit_test(fused_softmax),
         cmocka_unit_test(fused_column_sums), cmocka_unit_test(fused_others),  cmocka_unit_test(strided_layouts),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    printf("%d plans run\n", plans_run);
-    return failed;
+    int rc = TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
+    if (plans_run)
+        printf("%d plans run\n", plans_run);
+    return rc;
 }

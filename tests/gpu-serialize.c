@@ -224,12 +224,10 @@ int main(int argc, char **argv)
     setenv("DNNJIT_CACHE", "0", 1);
     if (argc == 4 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "without-nvrtc") == 0)
         return child_without_nvrtc(argv[3]);
-    if (!tu_gpu_available())
-        return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(deserialized_graphs_execute),
         cmocka_unit_test(deserialized_graphs_need_no_nvrtc),
         cmocka_unit_test(clearing_the_memory_cache_keeps_live_kernels),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }

@@ -25,6 +25,43 @@ bool tu_gpu_available(void)
     return has_device;
 }
 
+/* The program's name without its folder, for messages and cmocka's group name. */
+static const char *program_name(int argc, char **argv)
+{
+    if (argc < 1 || !argv[0])
+        return "gpu test";
+    const char *slash = strrchr(argv[0], '/');
+    return slash ? slash + 1 : argv[0];
+}
+
+static void print_usage(const char *program, const struct CMUnitTest *tests, size_t count)
+{
+    fprintf(stderr, "usage: %s [CASE]\nits cases:\n", program);
+    for (size_t i = 0; i < count; i++)
+        fprintf(stderr, "  %s\n", tests[i].name);
+}
+
+int tu_gpu_main(const struct CMUnitTest *tests, size_t count, int argc, char **argv, bool (*device_ready)(void))
+{
+    const char *program = program_name(argc, argv);
+    const char *only = argc > 1 ? argv[1] : NULL;
+    bool known = !only;
+    for (size_t i = 0; i < count && !known; i++)
+        known = strcmp(tests[i].name, only) == 0;
+    if (argc > 2 || !known) {
+        if (!known)
+            fprintf(stderr, "%s: no case is named \"%s\"\n", program, only);
+        print_usage(program, tests, count);
+        return 2;
+    }
+    if (!device_ready())
+        return 77;
+    /* The names are plain identifiers, so cmocka's glob pattern matches that case alone. */
+    if (only)
+        cmocka_set_test_filter(only);
+    return _cmocka_run_group_tests(program, tests, count, NULL, NULL);
+}
+
 dnnjit_graph_t tu_gpu_graph(dnnjit_data_type_t io_type)
 {
     dnnjit_graph_t g = NULL;

@@ -7,6 +7,15 @@
 
 /* Whether a GPU can execute; prints why not (the test then returns 77, ctest's skip). */
 bool tu_gpu_available(void);
+/* The main of a GPU test program: `program [CASE]`. With no argument it runs every case of
+ * `tests`; with one, only the case of that name, so that ctest (tests/CMakeLists.txt) and
+ * scripts/gpu-sanitize can run each case as a process of its own. The name is checked
+ * before the device, so that a misspelt one fails (exit 2, listing the cases) even where no
+ * GPU is; then, when `device_ready` (tu_gpu_available, or a stricter check of the test's
+ * own) says the cases cannot run here, the program returns 77, ctest's skip. */
+int tu_gpu_main(const struct CMUnitTest *tests, size_t count, int argc, char **argv, bool (*device_ready)(void));
+#define TU_GPU_MAIN(tests, argc, argv, device_ready) \
+    tu_gpu_main((tests), sizeof(tests) / sizeof((tests)[0]), (argc), (argv), (device_ready))
 /* A graph on the shared device handle. */
 dnnjit_graph_t tu_gpu_graph(dnnjit_data_type_t io_type);
 /* The relative-error bound for outputs computed from inputs of this type. */
