@@ -254,9 +254,6 @@ template <class S, unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &
     constexpr dj_i64 LINE_BYTES = S::INNER * DJ_ESIZE, SEGS = (LINE_BYTES + DJ_SEG - 1) / DJ_SEG;
     constexpr dj_i64 UNITS = S::LINES * SEGS;
     constexpr int SLOTS = (int)(BUFFER / DJ_SEG_SLOT), PIECES = DJ_SEG_SLOT / 16;
-    // Pieces per thread and round, read DJ_IN_FLIGHT at a time: 8 x 16 bytes per thread
-    // keep 48 KiB per SM in flight, in registers the GEMM's consumers need later anyway.
-    constexpr int LOADS = (SLOTS * PIECES + DJ_THREADS - 1) / DJ_THREADS, DJ_IN_FLIGHT = 8;
     static_assert(SLOTS >= 1, "the pipeline's stages hold at least one unit");
     const unsigned char *const src = (const unsigned char *)args.ptr[S::SLOT];
     unsigned char *const dst = (unsigned char *)args.ptr[DJ_SCRATCH_SLOT] + S::OFFSET;
@@ -267,35 +264,25 @@ template <class S, unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &
         length = (int)(LINE_BYTES - seg * DJ_SEG < DJ_SEG ? LINE_BYTES - seg * DJ_SEG : DJ_SEG);
     };
     for (dj_i64 first = (dj_i64)blockIdx.x * SLOTS; first < UNITS; first += (dj_i64)gridDim.x * SLOTS) {
-        // DJ_IN_FLIGHT whole pieces' loads are issued before any is stored.
-#pragma unroll 1
-        for (int i0 = 0; i0 < LOADS; i0 += DJ_IN_FLIGHT) {
-            uint4 piece[DJ_IN_FLIGHT];
-            int to[DJ_IN_FLIGHT]; // the piece's offset in the buffer, or -1
-#pragma unroll
-            for (int i = 0; i < DJ_IN_FLIGHT; i++) {
-                const int q = (int)threadIdx.x + (i0 + i) * DJ_THREADS, s = q / PIECES;
-                to[i] = -1;
-                if (i0 + i >= LOADS || s >= SLOTS || first + s >= UNITS)
-                    continue;
-                const unsigned char *begin;
-                int length;
-                unit(first + s, begin, length);
-                const unsigned char *at = (const unsigned char *)((dj_u64)begin & ~(dj_u64)15) + 16 * (q % PIECES);
-                if (at >= begin && at + 16 <= begin + length) {
-                    piece[i] = __ldg((const uint4 *)at);
-                    to[i] = s * DJ_SEG_SLOT + 16 * (q % PIECES);
-                } else {
-                    for (int b = 0; b < 16; b++)
-                        if (at + b >= begin && at + b < begin + length)
-                            buffer[s * DJ_SEG_SLOT + 16 * (q % PIECES) + b] = at[b];
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < DJ_IN_FLIGHT; i++)
-                if (to[i] >= 0)
-                    *(uint4 *)&buffer[to[i]] = piece[i];
+        // Whole pieces go by cp.async, which keeps the round's every load in flight at once
+        // without holding registers; the pieces cut by a unit's ends, byte by byte.
+        for (int q = (int)threadIdx.x; q < SLOTS * PIECES; q += DJ_THREADS) {
+            const int s = q / PIECES;
+            if (first + s >= UNITS)
+                break;
+            const unsigned char *begin;
+            int length;
+            unit(first + s, begin, length);
+            const unsigned char *at = (const unsigned char *)((dj_u64)begin & ~(dj_u64)15) + 16 * (q % PIECES);
+            unsigned char *to = buffer + s * DJ_SEG_SLOT + 16 * (q % PIECES);
+            if (at >= begin && at + 16 <= begin + length)
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dj_smem_u32(to)), "l"(at) : "memory");
+            else
+                for (int b = 0; b < 16; b++)
+                    if (at + b >= begin && at + b < begin + length)
+                        to[b] = at[b];
         }
+        asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
         __syncthreads();
         for (int q = (int)threadIdx.x; q < SLOTS * (DJ_SEG / 16); q += DJ_THREADS) {
             const int s = q / (DJ_SEG / 16), c = q % (DJ_SEG / 16);
