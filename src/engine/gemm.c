@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #include "codegen/templates.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,7 @@ typedef struct operand {
     int64_t rows, srows, sk; /* extent along rows, and the strides along rows and K */
     bool kmajor;             /* K is the axis kept innermost in shared memory */
     bool vec;                /* 16-byte copies are legal for any 16-byte aligned base */
+    bool by_element;         /* tiles are filled element by element: not vec, or a prologue computes it */
     int64_t batch_dim[DNNJIT_MAX_DIMS], batch_stride[DNNJIT_MAX_DIMS];
     int batch_axes;
 } operand_t;
@@ -154,6 +156,8 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
     p->batch = dnnjit__numel(c->ndim - 2, c->dim);
     p->a = operand_of(a, c, false);
     p->b = operand_of(b, c, true);
+    p->a.by_element = !p->a.vec || dnnjit__group_has_prologue(g, grp, 0);
+    p->b.by_element = !p->b.vec || dnnjit__group_has_prologue(g, grp, 1);
     return true;
 }
 
@@ -214,6 +218,199 @@ static int64_t scratch_bytes(const problem_t *p, const knob_t *kn)
            (int64_t)kn->split * p->batch * tiles_of(p, kn) * kn->tile.bm * kn->tile.bn * 4;
 }
 
+/* ---- the performance model ------------------------------------------------------------
+ *
+ * Mode B's cost is this model's estimate of a plan's time; mode A's rule ranks by how far
+ * the estimate lies above the problem's ideal time. The numbers come from an H200
+ * (bench/results/2026-11-22-bfdb6ca.json, the gemm_sweep cases).
+ *
+ * Big problems are bound by the tensor cores: rounds of CTAs over the SMs times one CTA's
+ * arithmetic. Problems with few rows (nn.Linear on 1 to 128 tokens: M of 1 to 128 against N
+ * and K of 4096 to 14336) are bound by memory instead: they read all of B (117 MB for
+ * 4096x14336 in bf16, 28 µs at the H200's 4.2 TB/s) and do little arithmetic per byte, so
+ * what sets their time is how many loads are in flight. A CTA that fills its tiles with
+ * 16-byte cp.async copies keeps stages - 1 K tiles in flight, so it takes in a K tile every
+ * LATENCY_US / (stages - 1) whatever the tile's width: 32x32x64 tiles in three stages on
+ * M = 16 took 24.3 µs over 64 K tiles (N = K = 4096, 128 CTAs) and 93.3 µs over 224
+ * (K = 14336), 0.38 and 0.42 µs per tile with two in flight. Each CTA walks its K range at
+ * that pace whatever the others do; only more CTAs at once (smaller tiles, split-K, several
+ * CTAs per SM) shorten the range each one walks, until DRAM's bandwidth binds. Tile rows
+ * past M cost no memory traffic (their copies read nothing) but full tensor-core work, and
+ * the partial sums of split-K.
+ *
+ * Split-K pays a fixed price: the counters' memset before the launch, the partial tiles'
+ * stores and fence, the arrival atomics; and the last CTA of each tile reloads every other
+ * split's partial tile (whole bm x bn tiles, the rows past M included) before its epilogue.
+ * Seed 004's 16x128x128x512 ran 4x slower split four ways (9 µs to 36 µs with 64x64 tiles,
+ * four K tiles of 32 per split); the 128x256 split-8 plan of linear_1x4096x4096 took 99 µs,
+ * most of it its last CTAs summing 7 partial tiles of 128 KiB each. So split-K wins where K
+ * is long and the tiles give few CTAs: on 16x4096x14336, 32x32 tiles are 128 CTAs walking
+ * 224 K tiles each (93 µs); split four ways, 512 CTAs (the SMs hold 792) walk 56 each in
+ * 23 µs, DRAM's 29 µs binds, and with the split's price the estimate is 56 µs. On
+ * 16x4096x4096 the same split would bring the walk from 26 µs down to DRAM's 8 but pay 22
+ * back: it stays whole (measured 24.3 µs). */
+
+/* One round trip of a global load on a busy H200, in µs (from the per-K-tile times above). */
+#define LATENCY_US 0.8
+/* One element load of a tile filled element by element, in µs: each thread waits for its
+ * load before the store that follows it. Operands that fit in L2 together are read from it
+ * after their first touch: 1000x77x1000 (B of 154 KB filled by element) took 67 µs, 0.26 µs
+ * a load; 4097x4095x4099 (A and B, 67 MB, both by element) took 9135 µs, 0.55 a load. */
+#define ELEMENT_LOAD_L2_US 0.26
+#define ELEMENT_LOAD_DRAM_US 0.55
+#define L2_BYTES (50.0 * 1024 * 1024)
+/* DRAM bandwidth a streaming kernel reaches on an H200 (4.8 TB/s peak), in bytes per µs. */
+#define DRAM_BYTES_PER_US 4.0e6
+/* Split-K's fixed cost in µs: seed 004's 27 µs of extra time, less the summing its 64x64
+ * partial tiles cost by the model below. */
+#define SPLIT_FIXED_US 20.0
+/* Partial-sum loads each thread of a tile's last CTA has in flight while it sums: 9.4 and
+ * 11.5 fit the split-8 plans of linear_128x4096x14336 (137 µs) and linear_1x4096x4096. */
+#define PARTIAL_LOADS_IN_FLIGHT 10
+/* The launch and the kernel's start and drain, in µs. */
+#define LAUNCH_US 4.0
+/* Shared memory of one SM, and the part of it the driver reserves per CTA. */
+#define SM_SMEM_BYTES (228 * 1024)
+#define CTA_RESERVED_SMEM 1024
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int threads_of(const knob_t *kn)
+{
+    return kn->tile.bm / kn->tile.wm * (kn->tile.bn / kn->tile.wn) * 32;
+}
+
+/* Tensor-core rate of one SM in FLOP/µs: mma.sync reaches about 3.8 TFLOP/s per H200 SM on
+ * 16-bit inputs, half that on TF32; three TF32 products cost three times one. */
+static double sm_rate(kind_t kind)
+{
+    double r16 = 3.8e6;
+    return kind == KIND_F32X3 ? r16 / 6 : kind == KIND_TF32 ? r16 / 2 : r16;
+}
+
+/* CTAs of this tile the register file holds per SM. Registers per thread follow the
+ * accumulators: about 1.5 per fp32 accumulator plus 64 for fragments and addresses, up to
+ * the launch bounds' cap (fits ptxas's counts for sm_90a within 10%). */
+static int ctas_per_sm_by_registers(const knob_t *kn)
+{
+    int threads = threads_of(kn);
+    int regs = kn->tile.wm * kn->tile.wn / 32 * 3 / 2 + 64;
+    int cap = 65536 / (threads * kn->tile.min_blocks);
+    regs = regs > cap ? cap : regs > 255 ? 255 : regs;
+    return 65536 / (threads * regs);
+}
+
+/* CTAs of this knob one SM holds at once: registers, shared memory and the SM's 2048
+ * threads each limit them. */
+static int64_t resident_ctas(const problem_t *p, const knob_t *kn)
+{
+    int64_t r = min64(ctas_per_sm_by_registers(kn), SM_SMEM_BYTES / (smem_bytes(p, kn) + CTA_RESERVED_SMEM));
+    r = min64(r, 2048 / threads_of(kn));
+    return r < 1 ? 1 : r;
+}
+
+static int64_t ctas_of(const problem_t *p, const knob_t *kn)
+{
+    return p->batch * tiles_of(p, kn) * kn->split;
+}
+
+/* K tiles one split walks. */
+static int64_t k_tiles_per_split(const problem_t *p, const knob_t *kn)
+{
+    return ceil_div(k_tiles(p, kn), kn->split);
+}
+
+/* Bytes of A and B. */
+static double operand_bytes(const problem_t *p)
+{
+    double esize = p->kind >= KIND_TF32 ? 4 : 2;
+    return (double)p->batch * esize * ((double)p->m * p->k + (double)p->k * p->n);
+}
+
+/* Bytes the problem must move through DRAM: A and B read once, C written once. */
+static double dram_bytes(const problem_t *p)
+{
+    return operand_bytes(p) + (double)p->batch * dnnjit_data_type_size(p->c->resolved_type) * (double)p->m * p->n;
+}
+
+/* µs between K tiles arriving in a running pipeline: stages - 1 tiles in flight with
+ * 16-byte copies; an operand filled element by element costs a load's wait per element a
+ * thread fills (rows past the matrix are not read). */
+static double k_tile_us(const problem_t *p, const knob_t *kn)
+{
+    double us = LATENCY_US / (kn->tile.stages - 1);
+    double load_us = operand_bytes(p) <= L2_BYTES ? ELEMENT_LOAD_L2_US : ELEMENT_LOAD_DRAM_US;
+    const operand_t *ops[2] = {&p->a, &p->b};
+    int rows[2] = {kn->tile.bm, kn->tile.bn};
+    int64_t bk = p->kind >= KIND_TF32 ? kn->tile.bk / 2 : kn->tile.bk;
+    for (int i = 0; i < 2; i++) {
+        if (!ops[i]->by_element)
+            continue;
+        double loads = (double)ceil_div(min64(rows[i], ops[i]->rows) * bk, threads_of(kn));
+        us = loads * load_us > us ? loads * load_us : us;
+    }
+    return us;
+}
+
+/* µs of tensor-core work for one CTA's K range with the SM to itself. Smaller tiles reload
+ * their operands more often per FLOP: efficiency follows the tile's arithmetic intensity,
+ * relative to 128x256's. */
+static double cta_compute_us(const problem_t *p, const knob_t *kn)
+{
+    kind_t kind = p->kind == KIND_F32X3 && kn->tf32 ? KIND_TF32 : p->kind;
+    double intensity = (double)kn->tile.bm * kn->tile.bn / (kn->tile.bm + kn->tile.bn) / (128.0 * 256 / 384);
+    double efficiency = intensity >= 1 ? 1 : 0.35 + 0.65 * intensity;
+    int64_t bk = p->kind >= KIND_TF32 ? kn->tile.bk / 2 : kn->tile.bk;
+    double k = (double)(k_tiles_per_split(p, kn) * bk);
+    return 2.0 * kn->tile.bm * kn->tile.bn * k / (sm_rate(kind) * efficiency);
+}
+
+/* µs of the main loops: rounds of resident CTAs over the SMs. A CTA waits a round trip for
+ * its first K tile, then takes in each next one as fast as the slower of its copies and the
+ * tensor-core work on a tile (shared among the CTAs on its SM) allows, then multiplies the
+ * last; short K ranges pay the first wait and the last tile's work in full (a 64x64 tile on
+ * seed 000's 4x64x64x128 ranks behind 32x32, whose four times as many CTAs each do a
+ * quarter of the work). No shorter than DRAM's bandwidth allows. */
+static double main_loops_us(const problem_t *p, const knob_t *kn)
+{
+    int64_t ctas = ctas_of(p, kn), resident = resident_ctas(p, kn), tiles = k_tiles_per_split(p, kn);
+    int64_t rounds = ceil_div(ctas, SM_COUNT * resident), sharing = min64(resident, ceil_div(ctas, SM_COUNT));
+    double compute = (double)sharing * cta_compute_us(p, kn) / (double)tiles, copy = k_tile_us(p, kn);
+    double cta = LATENCY_US + (double)(tiles - 1) * (copy > compute ? copy : compute) + compute;
+    double us = (double)rounds * cta, bound = dram_bytes(p) / DRAM_BYTES_PER_US;
+    return us > bound ? us : bound;
+}
+
+/* µs split-K adds: its fixed cost, then the last CTA of each tile loading the other splits'
+ * partial tiles, PARTIAL_LOADS_IN_FLIGHT per thread per round trip, in rounds when the tiles
+ * outnumber the CTAs the SMs hold. */
+static double split_tail_us(const problem_t *p, const knob_t *kn)
+{
+    if (kn->split == 1)
+        return 0;
+    int64_t loads = (int64_t)(kn->split - 1) * kn->tile.bm * kn->tile.bn / threads_of(kn);
+    int64_t rounds = ceil_div(p->batch * tiles_of(p, kn), SM_COUNT * resident_ctas(p, kn));
+    return SPLIT_FIXED_US + (double)(rounds * ceil_div(loads, PARTIAL_LOADS_IN_FLIGHT)) * LATENCY_US;
+}
+
+/* Mode B: the model's estimate of the kernel's time in µs. */
+static double plan_us(const problem_t *p, const knob_t *kn)
+{
+    return LAUNCH_US + main_loops_us(p, kn) + split_tail_us(p, kn);
+}
+
+/* The time no plan beats: every SM's tensor cores busy on the useful products, or DRAM
+ * streaming the operands, whichever takes longer. */
+static double ideal_us(const problem_t *p, bool tf32)
+{
+    kind_t kind = p->kind == KIND_F32X3 && tf32 ? KIND_TF32 : p->kind;
+    double compute = 2.0 * (double)p->batch * (double)p->m * (double)p->n * (double)p->k / (sm_rate(kind) * SM_COUNT);
+    double bound = dram_bytes(p) / DRAM_BYTES_PER_US;
+    return LAUNCH_US + (compute > bound ? compute : bound);
+}
+
 static bool gemm_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
                           size_t why_size)
 {
@@ -239,12 +436,16 @@ static bool gemm_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         snprintf(buf, sizeof buf, "the tile needs %lld bytes of shared memory, more than %s has",
                  (long long)smem_bytes(&p, &kn), arch);
         reason = buf;
-    } else if (kn.split > 1 && (k_tiles(&p, &kn) < 16 * kn.split || p.batch * tiles_of(&p, &kn) * 2 > SM_COUNT ||
+    } else if (kn.split > 1 && (k_tiles(&p, &kn) < 16 * kn.split ||
+                                p.batch * tiles_of(&p, &kn) >= SM_COUNT * resident_ctas(&p, &kn) ||
                                 scratch_bytes(&p, &kn) > MAX_SCRATCH_BYTES)) {
         /* Measured on an H200: with fewer than 16 K tiles per split, writing and summing
          * the partials costs more than the extra CTAs win (seed 004's 16x128x128x512 ran
-         * 4x slower split four ways). */
-        reason = "split-K only pays when the tiles fill under half the GPU and each split gets 16 or more K tiles";
+         * 4x slower split four ways). Tiles that already fill every CTA slot of the SMs
+         * leave split-K nothing to add; below that, the ranking weighs what it adds (32x32
+         * tiles on 16x4096x14336 are 128 CTAs where the SMs hold 792). */
+        reason = "split-K only pays when the tiles leave CTA slots of the SMs free and each split gets 16 or more K "
+                 "tiles";
     }
     if (reason && why)
         snprintf(why, why_size, "%s", reason);
@@ -264,26 +465,6 @@ static void gemm_knob_name(int knob, char *buf, size_t size)
              kn.tile.stages, occupancy, split, kn.tf32 ? "_tf32" : "");
 }
 
-/* Tensor-core rate of one SM in FLOP/µs: mma.sync reaches about 3.8 TFLOP/s per H200 SM on
- * 16-bit inputs, half that on TF32; three TF32 products cost three times one. */
-static double sm_rate(kind_t kind)
-{
-    double r16 = 3.8e6;
-    return kind == KIND_F32X3 ? r16 / 6 : kind == KIND_TF32 ? r16 / 2 : r16;
-}
-
-/* CTAs of this tile the register file holds per SM. Registers per thread follow the
- * accumulators: about 1.5 per fp32 accumulator plus 64 for fragments and addresses, up to
- * the launch bounds' cap (fits ptxas's counts for sm_90a within 10%). */
-static int ctas_per_sm_by_registers(const knob_t *kn)
-{
-    int threads = kn->tile.bm / kn->tile.wm * (kn->tile.bn / kn->tile.wn) * 32;
-    int regs = kn->tile.wm * kn->tile.wn / 32 * 3 / 2 + 64;
-    int cap = 65536 / (threads * kn->tile.min_blocks);
-    regs = regs > cap ? cap : regs > 255 ? 255 : regs;
-    return 65536 / (threads * regs);
-}
-
 static double gemm_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -291,25 +472,19 @@ static double gemm_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &p, &why))
         return 1e30;
-    kind_t kind = p.kind == KIND_F32X3 && kn.tf32 ? KIND_TF32 : p.kind;
-    /* Smaller tiles reload their operands more often per FLOP: efficiency follows the
-     * tile's arithmetic intensity, relative to 128x256. */
-    double intensity = (double)kn.tile.bm * kn.tile.bn / (kn.tile.bm + kn.tile.bn) / (128.0 * 256 / 384);
-    double efficiency = intensity >= 1 ? 1 : 0.35 + 0.65 * intensity;
-    int64_t ctas = p.batch * tiles_of(&p, &kn) * kn.split;
-    int64_t per_sm = smem_bytes(&p, &kn) * 2 <= 227 * 1024 && ctas_per_sm_by_registers(&kn) >= 2 ? 2 : 1;
-    int64_t waves = (ctas + SM_COUNT * per_sm - 1) / (SM_COUNT * per_sm);
-    double k_per_cta = (double)k_tiles(&p, &kn) / kn.split * (p.kind >= KIND_TF32 ? kn.tile.bk / 2 : kn.tile.bk);
-    double cta_time = 2.0 * kn.tile.bm * kn.tile.bn * k_per_cta / (sm_rate(kind) * efficiency / (double)per_sm);
-    double esize = p.kind >= KIND_TF32 ? 4 : 2;
-    double bytes = esize * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) + 4.0 * (double)p.batch * p.m * p.n;
-    double reduce = kn.split > 1 ? 8.0 * kn.split * (double)p.batch * p.m * p.n / 3.0e6 : 0;
-    double compute = (double)waves * cta_time;
-    return 4.0 + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + reduce;
+    return plan_us(&p, &kn);
 }
 
-/* Mode A's rule: exact before TF32; then the plan that keeps the most SMs busy, wastes the
- * least of its tiles on padding past the matrix edge, and has the larger tile. */
+/* Mode A's rule: exact before TF32; then by how far the model's estimate lies above the
+ * ideal time, in hundredths of a doubling (a plan estimated at twice the ideal scores 100).
+ * The estimate holds what the rule used to weigh apart: CTAs too few for the SMs lengthen
+ * its rounds, tiles padded past the matrix its arithmetic, and it adds what was missing
+ * for few rows: the K range each CTA walks and split-K's price. Memory-bound plans whose
+ * walks take equally long tie there whatever their tile (64x64 and 32x32 tiles both walk 64
+ * K tiles of 64 on 16x4096x4096); the padding past the matrix's edge then decides, a tenth
+ * as much per doubling of the multiplied area, so the tile that wastes the fewest rows on a
+ * small M (or columns on a small N) wins; then the larger tile (the order of TILES), then
+ * the smaller split. */
 static double gemm_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -318,10 +493,9 @@ static double gemm_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (!describe(g, grp, &p, &why))
         return 1e30;
     int tile_index = knob / 2 / SPLIT_COUNT;
-    double ctas = (double)(p.batch * tiles_of(&p, &kn) * kn.split);
-    double fill = ctas >= SM_COUNT ? 1.0 : ctas / SM_COUNT;
-    double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * kn.tile.bm * kn.tile.bn);
-    return (kn.tf32 ? 1000.0 : 0.0) + (1.0 - fill) * 100.0 + waste * 50.0 + tile_index + (kn.split - 1) * 0.5;
+    double slowdown = log2(plan_us(&p, &kn) / ideal_us(&p, kn.tf32));
+    double padding = log2((double)tiles_of(&p, &kn) * kn.tile.bm * kn.tile.bn / ((double)p.m * (double)p.n));
+    return (kn.tf32 ? 1000.0 : 0.0) + 100.0 * slowdown + 10.0 * padding + tile_index + (kn.split - 1) * 0.5;
 }
 
 static uint32_t gemm_notes(int knob)
