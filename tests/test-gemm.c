@@ -346,6 +346,124 @@ static void heuristics(void **state)
     dnnjit_handle_destroy(h);
 }
 
+/* The tile rows, columns and split-K factor of an sm_80 engine plan name
+ * (gemm_<bm>x<bn>x<bk>_..._splitk<s>). */
+static void plan_shape(const char *name, int *bm, int *bn, int *split)
+{
+    if (sscanf(name, "gemm_%dx%dx", bm, bn) != 2)
+        fail_msg("%s is not an sm_80 engine plan", name);
+    const char *at = strstr(name, "_splitk");
+    *split = 1;
+    if (at)
+        assert_int_equal(sscanf(at, "_splitk%d", split), 1);
+}
+
+/* The first plan of the sm_80 engine in g's plan list (made beforehand), or NULL. */
+static char *first_sm80_plan(dnnjit_graph_t g)
+{
+    int64_t count = 0;
+    TU_OK(dnnjit_graph_get_plan_count(g, &count));
+    for (int64_t p = 0; p < count; p++) {
+        char *name = NULL;
+        TU_OK(dnnjit_graph_get_plan_name(g, p, &name));
+        if (strncmp(name, "gemm_", 5) == 0 && strncmp(name, "gemm_sm90_", 10) != 0)
+            return name;
+        dnnjit_free(name);
+    }
+    return NULL;
+}
+
+/* Mode A on the bench sweep's shapes (bench/bench.c, gemm_sweep) for sm_90a. linear_MxNxK is
+ * y = x W^T with W an nn.Linear weight [N, K] (B K-major). With M of 1 to 128 these are
+ * memory-bound, and the sm_80 engine's plan must keep many CTAs streaming without wasting
+ * tile rows: the smallest tile (32 rows) where M <= 16, a tile whose rows divide M = 128; the
+ * K of 14336 split so that the CTAs walk a quarter of it or less, K = 4096 whole (16x4096x4096
+ * measured 24.3 µs whole, faster than cuBLAS; the big tiles split 8 ways measured 99 to 172
+ * µs on these shapes). Where the sm_90 engine defers (fewer of its 128x128 tiles than half of
+ * the 132 SMs) the sm_80 plan is mode A's first; the big shapes stay with the sm_90 engine. */
+static void few_rows_heuristics(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    static const struct {
+        int64_t m, n, k;
+        int max_bm;                /* the tile rows at most */
+        int min_split, max_split;  /* the split-K factor */
+    } linear[] = {
+        {1, 4096, 4096, 32, 1, 1},     {16, 4096, 4096, 32, 1, 1},   {128, 4096, 4096, 128, 1, 1},
+        {1, 14336, 4096, 32, 1, 1},    {16, 14336, 4096, 32, 1, 1},  {128, 14336, 4096, 128, 1, 1},
+        {1, 4096, 14336, 32, 4, 8},    {16, 4096, 14336, 32, 4, 8},  {128, 4096, 14336, 128, 2, 4},
+    };
+    for (size_t i = 0; i < sizeof linear / sizeof linear[0]; i++) {
+        int64_t m = linear[i].m, n = linear[i].n, k = linear[i].k;
+        dnnjit_graph_t g =
+            gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, (shape_t){m, n, k, 1, false, true});
+        char *first = tu_first_plan(g, DNNJIT_HEUR_MODE_A), *sm80 = first_sm80_plan(g);
+        assert_non_null(sm80);
+        int bm, bn, split;
+        plan_shape(sm80, &bm, &bn, &split);
+        printf("linear_%lldx%lldx%lld: mode A %s, sm_80 engine %s\n", (long long)m, (long long)n, (long long)k, first,
+               sm80);
+        if (bm > linear[i].max_bm || (m > bm && m % bm) || split < linear[i].min_split || split > linear[i].max_split)
+            fail_msg("linear_%lldx%lldx%lld: the sm_80 engine chose %s", (long long)m, (long long)n, (long long)k,
+                     sm80);
+        /* Split or not, the CTAs cover three quarters of the SMs at least. */
+        assert_true((n + bn - 1) / bn * ((m + bm - 1) / bm) * split >= 132 * 3 / 4);
+        if ((m + 127) / 128 * ((n + 127) / 128) < 66)
+            assert_string_equal(first, sm80);
+        dnnjit_free(first);
+        dnnjit_free(sm80);
+        dnnjit_graph_destroy(g);
+    }
+    /* The big shapes: the sm_90 engine first; the sm_80 engine's own choice a whole big tile. */
+    static const struct {
+        int64_t m, n, k;
+        dnnjit_data_type_t io;
+        bool weight;
+    } big[] = {
+        {2048, 2048, 2048, DNNJIT_DATA_TYPE_BFLOAT16, false}, {4096, 4096, 4096, DNNJIT_DATA_TYPE_BFLOAT16, false},
+        {8192, 8192, 8192, DNNJIT_DATA_TYPE_BFLOAT16, false}, {2048, 2048, 2048, DNNJIT_DATA_TYPE_HALF, false},
+        {4096, 4096, 4096, DNNJIT_DATA_TYPE_HALF, false},     {8192, 8192, 8192, DNNJIT_DATA_TYPE_HALF, false},
+        {4096, 4096, 4096, DNNJIT_DATA_TYPE_BFLOAT16, true},  {4096, 14336, 4096, DNNJIT_DATA_TYPE_BFLOAT16, true},
+        {4096, 4096, 14336, DNNJIT_DATA_TYPE_BFLOAT16, true},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        dnnjit_graph_t g = gemm_graph(h, big[i].io, DNNJIT_DATA_TYPE_FLOAT,
+                                      (shape_t){big[i].m, big[i].n, big[i].k, 1, false, big[i].weight});
+        char *first = tu_first_plan(g, DNNJIT_HEUR_MODE_A), *sm80 = first_sm80_plan(g);
+        assert_non_null(sm80);
+        int bm, bn, split;
+        plan_shape(sm80, &bm, &bn, &split);
+        if (strncmp(first, "gemm_sm90_", 10) != 0 || bm < 128 || bn < 128 || split != 1)
+            fail_msg("%lldx%lldx%lld: mode A chose %s, the sm_80 engine %s", (long long)big[i].m, (long long)big[i].n,
+                     (long long)big[i].k, first, sm80);
+        dnnjit_free(first);
+        dnnjit_free(sm80);
+        dnnjit_graph_destroy(g);
+    }
+    /* Strides TMA cannot load leave the odd shapes to the sm_80 engine, whose copies then
+     * go element by element: 4097x4095x4099 keeps big whole tiles, 1000x77x1000 (B's rows
+     * 154 bytes apart) the smallest, whose many CTAs keep the most loads in flight. */
+    static const struct {
+        int64_t m, n, k;
+        int min_bn, max_bn;
+    } odd[] = {{4097, 4095, 4099, 128, 256}, {1000, 77, 1000, 32, 32}};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        dnnjit_graph_t g = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                      (shape_t){odd[i].m, odd[i].n, odd[i].k, 1, false, false});
+        char *first = tu_first_plan(g, DNNJIT_HEUR_MODE_A);
+        int bm, bn, split;
+        plan_shape(first, &bm, &bn, &split);
+        if (bn < odd[i].min_bn || bn > odd[i].max_bn || split != 1)
+            fail_msg("%lldx%lldx%lld: mode A chose %s", (long long)odd[i].m, (long long)odd[i].n, (long long)odd[i].k,
+                     first);
+        dnnjit_free(first);
+        dnnjit_graph_destroy(g);
+    }
+    dnnjit_handle_destroy(h);
+}
+
 /* A split-K plan needs workspace for its partial sums; building it (deviceless) makes
  * get_workspace_size say so. */
 static void split_k_workspace(void **state)
@@ -382,6 +500,7 @@ int main(void)
         cmocka_unit_test(refusals),
         cmocka_unit_test(source_follows_strides),
         cmocka_unit_test(heuristics),
+        cmocka_unit_test(few_rows_heuristics),
         cmocka_unit_test(split_k_workspace),
         cmocka_unit_test(every_operand_order),
         cmocka_unit_test(occupancy_knob),
