@@ -23,6 +23,15 @@
  *                            M in {1, 16, 128, 4096} x (N, K) in {(4096, 4096),
  *                            (14336, 4096), (4096, 14336)} with B an nn.Linear weight
  *                            [N, K] seen as [K, N], 4097x4095x4099 and 1000x77x1000
+ *   dnnjit-bench gemm --sweep-all-plans [FILTER]
+ *                            the same, but every tensor-core plan modes A and B list for
+ *                            each sweep case is built and timed: one line per plan
+ *                            (`gemm_sweep/<shape>@<plan>`: device time, TFLOP/s, build time;
+ *                            or the error when it does not build), then the case's line
+ *                            with mode A's plan and time, the fastest plan and time and
+ *                            mode_a_over_best, their ratio. Each plan is an NVRTC compile
+ *                            (0.1 to 0.6 s): with FILTER only the sweep cases whose names
+ *                            contain it run, and the first cases are left out
  *   dnnjit-bench rows [--all-plans]
  *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
  *                            backwards) on the issue-6 shapes: device time of the plan mode A
@@ -247,91 +256,176 @@ static size_t gemm_buffers(dnnjit_graph_t g, const gemm_case_t *c, const dnnjit_
     return count;
 }
 
+/* Prints s as a JSON string. */
+static void print_json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", (unsigned)(unsigned char)*s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+/* Which tensor-core engine a plan belongs to: 0 the TMA + wgmma one (gemm_sm90_...), 1 the
+ * mma.sync one (gemm_...), -1 neither. */
+static int tensor_core_engine(const char *plan)
+{
+    return strncmp(plan, "gemm_sm90_", 10) == 0 ? 0 : strncmp(plan, "gemm_", 5) == 0 ? 1 : -1;
+}
+
+/* One plan of a list with its median device time; us is -1 for a plan of no tensor-core
+ * engine and for one that did not build. */
+typedef struct plan_time {
+    char *name;
+    double us;
+} plan_time_t;
+
+/* Builds and times every tensor-core plan of g's list (*count plans, all of them listed). A
+ * plan that fails to build gets an error line (`case@plan` and the library's message) and
+ * the rest go on: each plan is an NVRTC compile of its own. With print_each, one line per
+ * plan timed (device time, TFLOP/s, build time: the NVRTC compile when DNNJIT_CACHE=0). */
+static plan_time_t *gemm_time_plans(dnnjit_graph_t g, const gemm_case_t *c, const dnnjit_variant_t *pack, size_t n,
+                                    bool print_each, int64_t *count)
+{
+    CHECK(dnnjit_graph_get_plan_count(g, count));
+    plan_time_t *times = malloc(sizeof *times * (size_t)*count);
+    double flops = 2.0 * (double)c->batch * (double)c->m * (double)c->n * (double)c->k;
+    for (int64_t p = 0; p < *count; p++) {
+        plan_time_t *t = &times[p];
+        CHECK(dnnjit_graph_get_plan_name(g, p, &t->name));
+        t->us = -1;
+        if (tensor_core_engine(t->name) < 0)
+            continue;
+        double t0 = now_us();
+        dnnjit_status_t s = dnnjit_graph_build_plan_at_index(g, p);
+        double build_ms = (now_us() - t0) / 1e3;
+        if (s) {
+            printf("{\"case\": \"%s@%s\", \"error\": ", c->name, t->name);
+            print_json_string(dnnjit_last_error());
+            printf("}\n");
+        } else {
+            t->us = gemm_time_built(g, pack, n);
+            if (print_each)
+                printf("{\"case\": \"%s@%s\", \"us\": %.2f, \"tflops\": %.1f, \"build_ms\": %.1f}\n", c->name, t->name,
+                       t->us, flops / t->us / 1e6, build_ms);
+        }
+        fflush(stdout);
+    }
+    return times;
+}
+
+static void free_plan_times(plan_time_t *times, int64_t count)
+{
+    for (int64_t p = 0; p < count; p++)
+        dnnjit_free(times[p].name);
+    free(times);
+}
+
+/* The timed plan with the least time, of tensor-core engine `engine` or (-1) of either; -1
+ * if none was timed. */
+static int64_t gemm_fastest(const plan_time_t *times, int64_t count, int engine)
+{
+    int64_t best = -1;
+    for (int64_t p = 0; p < count; p++)
+        if (times[p].us >= 0 && (engine < 0 || tensor_core_engine(times[p].name) == engine) &&
+            (best < 0 || times[p].us < times[best].us))
+            best = p;
+    return best;
+}
+
+/* The time of the plan named `name`, or -1. */
+static double gemm_time_of(const plan_time_t *times, int64_t count, const char *name)
+{
+    for (int64_t p = 0; p < count; p++)
+        if (strcmp(times[p].name, name) == 0)
+            return times[p].us;
+    return -1;
+}
+
+/* The graph of a GEMM case with its device buffers, the first plan of modes A and B each
+ * alone, and the plan list of both. */
+typedef struct gemm_run {
+    dnnjit_graph_t g;
+    dnnjit__cu_deviceptr_t buf[4];
+    dnnjit_variant_t pack[4];
+    size_t count;
+    char *pick_a, *pick_b;
+} gemm_run_t;
+
+static gemm_run_t gemm_run_start(dnnjit_handle_t h, const gemm_case_t *c)
+{
+    gemm_run_t r;
+    dnnjit_tensor_t io[4];
+    r.g = gemm_graph(h, c, io);
+    r.pick_a = gemm_pick(r.g, DNNJIT_HEUR_MODE_A);
+    r.pick_b = gemm_pick(r.g, DNNJIT_HEUR_MODE_B);
+    dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
+    CHECK(dnnjit_graph_create_execution_plans(r.g, modes, 2));
+    r.count = gemm_buffers(r.g, c, io, r.buf, r.pack);
+    return r;
+}
+
+static void gemm_run_end(gemm_run_t *r)
+{
+    dnnjit_free(r->pick_a);
+    dnnjit_free(r->pick_b);
+    for (size_t i = 0; i < r->count; i++)
+        dnnjit__cuda()->cuMemFree(r->buf[i]);
+    dnnjit_graph_destroy(r->g);
+}
+
 /* Times a GEMM graph: mode A's first plan (what dnnjit_graph_build picks) and the best of
  * every plan modes A and B list, each at its median device time. With all_plans, one line
  * per tensor-core plan (with its build time) and the picks of modes A and B as well. */
 static void bench_gemm(dnnjit_handle_t h, const gemm_case_t *c, bool all_plans)
 {
-    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
-    dnnjit_tensor_t io[4];
-    dnnjit_graph_t g = gemm_graph(h, c, io);
-    char *pick_a = gemm_pick(g, DNNJIT_HEUR_MODE_A), *pick_b = gemm_pick(g, DNNJIT_HEUR_MODE_B);
-    dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
-    CHECK(dnnjit_graph_create_execution_plans(g, modes, 2));
-    dnnjit__cu_deviceptr_t buf[4];
-    dnnjit_variant_t pack[4];
-    size_t count = gemm_buffers(g, c, io, buf, pack);
-    int64_t plans = 0, best = -1;
-    CHECK(dnnjit_graph_get_plan_count(g, &plans));
-    double best_us = 0, first_us = 0, a_us = -1, b_us = -1;
+    gemm_run_t r = gemm_run_start(h, c);
+    int64_t count = 0;
+    plan_time_t *times = gemm_time_plans(r.g, c, r.pack, r.count, all_plans, &count);
     double flops = 2.0 * (double)c->batch * (double)c->m * (double)c->n * (double)c->k;
-    /* The best plan of each tensor-core engine too: [0] gemm_sm90, [1] gemm (sm_80). */
-    double engine_us[2] = {0, 0};
-    int64_t engine_best[2] = {-1, -1};
-    for (int64_t p = 0; p < plans; p++) {
-        char *plan = NULL;
-        CHECK(dnnjit_graph_get_plan_name(g, p, &plan));
-        int engine = strncmp(plan, "gemm_sm90_", 10) == 0 ? 0 : strncmp(plan, "gemm_", 5) == 0 ? 1 : -1;
-        if (strncmp(plan, "fallback", 8) == 0) {
-            dnnjit_free(plan);
-            continue;
-        }
-        double t0 = now_us();
-        CHECK(dnnjit_graph_build_plan_at_index(g, p));
-        double build_ms = (now_us() - t0) / 1e3;
-        double us = gemm_time_built(g, pack, count);
-        if (all_plans && strncmp(plan, "gemm_", 5) == 0)
-            printf("{\"case\": \"%s@%s\", \"us\": %.2f, \"tflops\": %.1f, \"build_ms\": %.1f}\n", c->name, plan, us,
-                   flops / us / 1e6, build_ms);
-        fflush(stdout);
-        if (strcmp(plan, pick_a) == 0)
-            a_us = us;
-        if (strcmp(plan, pick_b) == 0)
-            b_us = us;
-        if (p == 0)
-            first_us = us;
-        if (best < 0 || us < best_us) {
-            best_us = us;
-            best = p;
-        }
-        if (engine >= 0 && (engine_best[engine] < 0 || us < engine_us[engine])) {
-            engine_us[engine] = us;
-            engine_best[engine] = p;
-        }
-        dnnjit_free(plan);
+    int64_t best = gemm_fastest(times, count, -1);
+    if (best < 0 || times[0].us < 0) {
+        fprintf(stderr, "dnnjit-bench: %s: the first plan (%s) did not build or no plan did\n", c->name, times[0].name);
+        exit(1);
     }
-    char *first = NULL, *fastest = NULL;
-    CHECK(dnnjit_graph_get_plan_name(g, 0, &first));
-    CHECK(dnnjit_graph_get_plan_name(g, best, &fastest));
     printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"best_us\": %.2f, "
            "\"best_tflops\": %.1f, \"best_plan\": \"%s\"",
-           c->name, first_us, flops / first_us / 1e6, first, best_us, flops / best_us / 1e6, fastest);
+           c->name, times[0].us, flops / times[0].us / 1e6, times[0].name, times[best].us, flops / times[best].us / 1e6,
+           times[best].name);
+    /* The best plan of each tensor-core engine too (see tensor_core_engine). */
     static const char *const engine_keys[2] = {"sm90", "sm80"};
     for (int e = 0; e < 2; e++) {
-        if (engine_best[e] < 0)
-            continue;
-        char *plan = NULL;
-        CHECK(dnnjit_graph_get_plan_name(g, engine_best[e], &plan));
-        printf(", \"%s_best_us\": %.2f, \"%s_best_tflops\": %.1f, \"%s_best_plan\": \"%s\"", engine_keys[e],
-               engine_us[e], engine_keys[e], flops / engine_us[e] / 1e6, engine_keys[e], plan);
-        dnnjit_free(plan);
+        int64_t f = gemm_fastest(times, count, e);
+        if (f >= 0)
+            printf(", \"%s_best_us\": %.2f, \"%s_best_tflops\": %.1f, \"%s_best_plan\": \"%s\"", engine_keys[e],
+                   times[f].us, engine_keys[e], flops / times[f].us / 1e6, engine_keys[e], times[f].name);
     }
     if (all_plans)
-        printf(", \"mode_a_plan\": \"%s\", \"mode_a_us\": %.2f, \"mode_b_plan\": \"%s\", \"mode_b_us\": %.2f", pick_a,
-               a_us, pick_b, b_us);
+        printf(", \"mode_a_plan\": \"%s\", \"mode_a_us\": %.2f, \"mode_b_plan\": \"%s\", \"mode_b_us\": %.2f", r.pick_a,
+               gemm_time_of(times, count, r.pick_a), r.pick_b, gemm_time_of(times, count, r.pick_b));
     printf("}\n");
     fflush(stdout);
-    dnnjit_free(first);
-    dnnjit_free(fastest);
-    dnnjit_free(pick_a);
-    dnnjit_free(pick_b);
-    for (size_t i = 0; i < count; i++)
-        cu->cuMemFree(buf[i]);
-    dnnjit_graph_destroy(g);
+    free_plan_times(times, count);
+    gemm_run_end(&r);
 }
 
-/* Times the plan mode A picks for a sweep case, and prints it with the shape so that the
- * peers can be run on the same one. */
+/* The start of a sweep case's line: its plan's time and the shape, so that the peers can
+ * be run on the same one. The caller adds any more fields and closes the line. */
+static void print_sweep_case(const gemm_case_t *c, double us, const char *plan)
+{
+    printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"io\": \"%s\", \"m\": %lld, "
+           "\"n\": %lld, \"k\": %lld, \"b_weight\": %s",
+           c->name, us, 2.0 * (double)c->m * (double)c->n * (double)c->k / us / 1e6, plan,
+           c->io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16", (long long)c->m, (long long)c->n, (long long)c->k,
+           c->b_weight ? "true" : "false");
+}
+
+/* Times the plan mode A picks for a sweep case. */
 static void bench_gemm_mode_a(dnnjit_handle_t h, const gemm_case_t *c)
 {
     dnnjit_tensor_t io[4];
@@ -343,11 +437,8 @@ static void bench_gemm_mode_a(dnnjit_handle_t h, const gemm_case_t *c)
     double us = gemm_time_built(g, pack, count);
     char *plan = NULL;
     CHECK(dnnjit_graph_get_plan_name(g, 0, &plan));
-    printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"io\": \"%s\", \"m\": %lld, "
-           "\"n\": %lld, \"k\": %lld, \"b_weight\": %s}\n",
-           c->name, us, 2.0 * (double)c->m * (double)c->n * (double)c->k / us / 1e6, plan,
-           c->io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16", (long long)c->m, (long long)c->n, (long long)c->k,
-           c->b_weight ? "true" : "false");
+    print_sweep_case(c, us, plan);
+    printf("}\n");
     fflush(stdout);
     dnnjit_free(plan);
     for (size_t i = 0; i < count; i++)
@@ -355,11 +446,33 @@ static void bench_gemm_mode_a(dnnjit_handle_t h, const gemm_case_t *c)
     dnnjit_graph_destroy(g);
 }
 
+/* Times every tensor-core plan modes A and B list for a sweep case, one line each
+ * (`case@plan`), then the case's line with mode A's plan and time, the fastest plan and
+ * time, and mode A's time over the fastest. */
+static void bench_gemm_all_plans(dnnjit_handle_t h, const gemm_case_t *c)
+{
+    gemm_run_t r = gemm_run_start(h, c);
+    int64_t count = 0;
+    plan_time_t *times = gemm_time_plans(r.g, c, r.pack, r.count, true, &count);
+    double a_us = gemm_time_of(times, count, r.pick_a);
+    int64_t best = gemm_fastest(times, count, -1);
+    print_sweep_case(c, a_us, r.pick_a);
+    if (best >= 0)
+        printf(", \"best_us\": %.2f, \"best_plan\": \"%s\"", times[best].us, times[best].name);
+    if (best >= 0 && a_us >= 0)
+        printf(", \"mode_a_over_best\": %.3f", a_us / times[best].us);
+    printf("}\n");
+    fflush(stdout);
+    free_plan_times(times, count);
+    gemm_run_end(&r);
+}
+
 /* The issue-5 sweep (see the head of this file), one case after another: 6 cubes, 12
- * linear shapes and 2 odd ones. */
+ * linear shapes and 2 odd ones; mode A's plan of each, or with all_plans every plan, of the
+ * cases whose names contain `filter` (all when NULL). */
 enum { SWEEP_CASES = 6 + 12 + 2 };
 
-static void gemm_sweep(dnnjit_handle_t h)
+static void gemm_sweep(dnnjit_handle_t h, bool all_plans, const char *filter)
 {
     char names[SWEEP_CASES][96]; /* room for three 20-digit sizes */
     gemm_case_t cases[SWEEP_CASES];
@@ -389,8 +502,14 @@ static void gemm_sweep(dnnjit_handle_t h)
                                      false, false, 0};
         count++;
     }
-    for (int i = 0; i < count; i++)
-        bench_gemm_mode_a(h, &cases[i]);
+    for (int i = 0; i < count; i++) {
+        if (filter && !strstr(cases[i].name, filter))
+            continue;
+        if (all_plans)
+            bench_gemm_all_plans(h, &cases[i]);
+        else
+            bench_gemm_mode_a(h, &cases[i]);
+    }
 }
 
 /* Device µs per execute when `CAPTURED` back-to-back executes are captured once into a CUDA
@@ -726,9 +845,11 @@ int main(int argc, char **argv)
             {"seed000_bmm_half", DNNJIT_DATA_TYPE_HALF, 4, 64, 64, 128, false, false, 0},
         };
         bool all_plans = argc > 2 && strcmp(argv[2], "--all-plans") == 0;
-        for (size_t i = 0; i < (all_plans ? 4u : 3u); i++)
+        bool sweep_all_plans = argc > 2 && strcmp(argv[2], "--sweep-all-plans") == 0;
+        const char *filter = sweep_all_plans && argc > 3 ? argv[3] : NULL;
+        for (size_t i = 0; !filter && i < (all_plans ? 4u : 3u); i++)
             bench_gemm(h, &cases[i], all_plans);
-        gemm_sweep(h);
+        gemm_sweep(h, sweep_all_plans, filter);
         dnnjit_handle_destroy(h);
         return 0;
     }
