@@ -4,6 +4,7 @@ writes the result JSON (date, commit, device, every case) and prints a table wit
 ratios.
 
     python3 bench/run.py --build build-gpu --out DIR [--commit SHA] [--no-rows] [--rows-all-plans]
+                         [--gemm-sweep-all-plans]
     python3 bench/run.py --readme bench/results/FILE.json   # rewrite README.md's table
 """
 import argparse
@@ -174,6 +175,8 @@ def main():
     ap.add_argument("--readme", help="a result file whose table replaces README.md's")
     ap.add_argument("--no-rows", action="store_true", help="skip the row-op cases")
     ap.add_argument("--rows-all-plans", action="store_true", help="also time every plan of the rows engine")
+    ap.add_argument("--gemm-sweep-all-plans", action="store_true",
+                    help="time every tensor-core plan on each GEMM sweep shape, not mode A's alone")
     args = ap.parse_args()
     if args.readme:
         return update_readme(args.readme)
@@ -181,7 +184,7 @@ def main():
     with tempfile.TemporaryDirectory() as cache:
         cases = run_bench(binary, ["run"], cache)
         cases.update(run_bench(binary, ["build-only"], cache))
-        cases.update(run_bench(binary, ["gemm"], cache))
+        cases.update(run_bench(binary, ["gemm"] + (["--sweep-all-plans"] if args.gemm_sweep_all_plans else []), cache))
         cases["python_execute_host"] = python_execute_host_time(args.build, cache)
         if not args.no_rows:
             cases.update(run_bench(binary, ["rows"] + (["--all-plans"] if args.rows_all_plans else []), cache))
@@ -238,7 +241,7 @@ def table(result):
              f"torch {result['torch']}.", "", "| case | dnnjit | torch (ratio = torch time / dnnjit time) |",
              "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
-    if any(case.startswith("gemm_sweep/") for case in c):
+    if sweep_cases(c):
         lines += ["", sweep_table(c)]
     if any(case.startswith("rows/") for case in c):
         lines += ["", rows_table(c)]
@@ -246,6 +249,12 @@ def table(result):
 
 
 # ---- the GEMM sweep (issue 5): mode A's plan against cuBLAS on each shape -------------------
+
+
+def sweep_cases(cases):
+    """The `gemm_sweep/<shape>` cases, without the per-plan lines (`gemm_sweep/<shape>@<plan>`)
+    that dnnjit-bench gemm --sweep-all-plans prints before each."""
+    return {name: case for name, case in cases.items() if name.startswith("gemm_sweep/") and "@" not in name}
 
 
 def sweep_peers(cases):
@@ -256,9 +265,7 @@ def sweep_peers(cases):
     import torch.nn.functional as F
 
     peers = {}
-    for name, case in cases.items():
-        if not name.startswith("gemm_sweep/"):
-            continue
+    for name, case in sweep_cases(cases).items():
         dt = torch.bfloat16 if case["io"] == "bf16" else torch.half
         m, n, k = case["m"], case["n"], case["k"]
         a = torch.randn(m, k, device="cuda", dtype=dt)
@@ -279,9 +286,7 @@ def sweep_table(c):
     dnnjit time, above 1 when dnnjit is faster)."""
     lines = ["GEMM sweep, mode A's plan (linear_MxNxK: B is an nn.Linear weight [N, K]; ratio = cuBLAS time / "
              "dnnjit time):", "", "| case | dnnjit | plan | cuBLAS (torch) | ratio |", "| --- | --- | --- | --- | --- |"]
-    for name, case in c.items():
-        if not name.startswith("gemm_sweep/"):
-            continue
+    for name, case in sweep_cases(c).items():
         flop = 2.0 * case["m"] * case["n"] * case["k"]
         ours = f"{case['us']:.1f} µs ({case['tflops']:.0f} TFLOP/s)"
         if "cublas_us" in case:
