@@ -80,6 +80,18 @@ static dnnjit_status_t check_buffers(dnnjit_graph_t g, const dnnjit_variant_t *p
     return DNNJIT_STATUS_SUCCESS;
 }
 
+/* What tensor map t of kernel k covers, for a message: the tensor, or the scratch (a copy
+ * of an operand the kernel makes, which names no tensor). */
+static const char *map_memory(dnnjit_graph_t g, const dnnjit__kernel_t *k, const dnnjit__tma_operand_t *t, char *buf,
+                              size_t size)
+{
+    if (t->slot >= k->tensor_count)
+        return "its scratch";
+    const dnnjit__tensor_t *tensor = dnnjit__tensor(g, k->tensors[t->slot]);
+    snprintf(buf, size, "tensor \"%s\" (uid %lld)", tensor->name, (long long)tensor->uid);
+    return buf;
+}
+
 /* The tensor maps of kernel `gi` for the buffers in args, encoded unless the kernel's last
  * launch had the same addresses. */
 static dnnjit_status_t encode_tensor_maps(dnnjit_graph_t g, int64_t gi, dnnjit__built_kernel_t *b, const dj_args_t *args,
@@ -88,23 +100,19 @@ static dnnjit_status_t encode_tensor_maps(dnnjit_graph_t g, int64_t gi, dnnjit__
     const dnnjit__kernel_t *k = &b->kernel;
     for (int i = 0; i < k->tma_count; i++) {
         const dnnjit__tma_operand_t *t = &k->tma[i];
-        void *address = (char *)args->ptr[t->slot] + t->offset;
-        if (args->ptr[t->slot] && address == b->tma_address[i]) {
+        char *base = args->ptr[t->slot], what[300];
+        void *address = base ? base + t->offset : NULL;
+        if (address && address == b->tma_address[i]) {
             memcpy(&maps[i], b->tma_map[i], sizeof maps[i]);
             continue;
         }
-        /* A map over the scratch (a copy of an operand the kernel makes) names no tensor;
-         * the scratch is 256-byte aligned and its maps' offsets 16-byte multiples. */
-        char what[300] = "its scratch";
-        if (t->slot < k->tensor_count) {
-            const dnnjit__tensor_t *tensor = dnnjit__tensor(g, k->tensors[t->slot]);
-            snprintf(what, sizeof what, "tensor \"%s\" (uid %lld)", tensor->name, (long long)tensor->uid);
-        }
+        /* The scratch is 256-byte aligned and its maps' offsets 16-byte multiples: only a
+         * tensor's buffer can fail this. */
         if ((uintptr_t)address % 16)
             return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM,
                                 "execute: kernel %lld (%s) loads %s with TMA, which needs a 16-byte aligned address, but "
                                 "it is at %p (build a plan of another engine for such buffers)",
-                                (long long)gi, k->entry, what, address);
+                                (long long)gi, k->entry, map_memory(g, k, t, what, sizeof what), address);
         if (!dnnjit__cuda()->cuTensorMapEncodeTiled)
             return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED,
                                 "execute: kernel %lld (%s) needs cuTensorMapEncodeTiled, which this CUDA driver lacks "
@@ -119,7 +127,7 @@ static dnnjit_status_t encode_tensor_maps(dnnjit_graph_t g, int64_t gi, dnnjit__
             char cause[DNNJIT__MSG_LEN];
             snprintf(cause, sizeof cause, "%s", dnnjit_last_error());
             return dnnjit__fail(g, s, "execute: kernel %lld (%s): the tensor map of %s: %s", (long long)gi, k->entry,
-                                what, cause);
+                                map_memory(g, k, t, what, sizeof what), cause);
         }
         memcpy(b->tma_map[i], &maps[i], sizeof maps[i]);
         b->tma_address[i] = address;
