@@ -226,13 +226,24 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
     return true;
 }
 
-/* The scratch fields of a kernel whose tensors have their slots: the scratch in the slot
- * after them, its counter zeroed before each launch. */
-static void set_scratch(const problem_t *p, dnnjit__kernel_t *k)
+/* Gives the group's tensors their argument slots and, when operands are copied, the
+ * scratch the slot after them (its counter zeroed before each launch); false with `why`
+ * when they do not fit. */
+static bool kernel_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, const problem_t *p, dnnjit__kernel_t *k,
+                         char *why, size_t why_size)
 {
+    if (!dnnjit__kernel_assign_slots(g, grp, k)) {
+        snprintf(why, why_size, "the group touches more tensors or scalars than a kernel takes");
+        return false;
+    }
+    if (p->scratch && k->tensor_count == DNNJIT__MAX_KERNEL_TENSORS) {
+        snprintf(why, why_size, "the group's tensors leave no argument slot for the scratch its staged operands need");
+        return false;
+    }
     k->scratch_slot = p->scratch ? k->tensor_count : 0;
     k->scratch_bytes = p->scratch;
     k->scratch_zero_bytes = p->scratch ? 4 : 0;
+    return true;
 }
 
 static int64_t smem_bytes(const knob_t *kn)
@@ -290,17 +301,15 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
 }
 
 /* Whether both tensor maps are ones cuTensorMapEncodeTiled takes for kernel k (whose
- * tensors have their slots: strides below 2^40 bytes, dimensions below 2^32 elements);
+ * slots kernel_slots gave: strides below 2^40 bytes, dimensions below 2^32 elements);
  * `why` names the operand and the rule otherwise. */
 static bool maps_valid(const problem_t *p, const knob_t *kn, const dnnjit__kernel_t *k, char *why, size_t why_size)
 {
-    dnnjit__kernel_t with_scratch = *k;
-    set_scratch(p, &with_scratch);
     const operand_t *ops[2] = {&p->a, &p->b};
     for (int i = 0; i < 2; i++) {
-        dnnjit__tma_operand_t t = tma_of(p, ops[i], i ? b_box_rows(kn) : TILE_M, 0, with_scratch.scratch_slot);
+        dnnjit__tma_operand_t t = tma_of(p, ops[i], i ? b_box_rows(kn) : TILE_M, 0, k->scratch_slot);
         char rule[120];
-        if (!dnnjit__tma_operand_valid(&t, &with_scratch, rule, sizeof rule)) {
+        if (!dnnjit__tma_operand_valid(&t, k, rule, sizeof rule)) {
             snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
             return false;
         }
@@ -317,13 +326,8 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     knob_t kn = decode(knob);
     if (!arch || strcmp(arch, "sm_90a") != 0)
         snprintf(reason, sizeof reason, "wgmma and setmaxnreg need sm_90a, not %s", arch && *arch ? arch : "no GPU");
-    else if (!describe(g, grp, &p, reason, sizeof reason)) {
-    } else if (!dnnjit__kernel_assign_slots(g, grp, &slots))
-        snprintf(reason, sizeof reason, "the group touches more tensors or scalars than a kernel takes");
-    else if (p.scratch && slots.tensor_count == DNNJIT__MAX_KERNEL_TENSORS)
-        snprintf(reason, sizeof reason, "the group's tensors leave no argument slot for the scratch its staged "
-                 "operands need");
-    else if (!maps_valid(&p, &kn, &slots, reason, sizeof reason)) {
+    else if (!describe(g, grp, &p, reason, sizeof reason) || !kernel_slots(g, grp, &p, &slots, reason, sizeof reason) ||
+             !maps_valid(&p, &kn, &slots, reason, sizeof reason)) {
     } else if (p.scratch && kn.cluster > 1)
         snprintf(reason, sizeof reason, "%s's strides are not ones TMA takes, and the copy the kernel makes of it is "
                  "not combined with clusters", p.a.staged ? "A" : "B");
@@ -496,9 +500,9 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     (void)part;
     *k = (dnnjit__kernel_t){0};
     problem_t p;
-    char why[200] = "too many tensors for one kernel";
+    char why[200];
     knob_t kn = decode(knob);
-    if (!describe(g, grp, &p, why, sizeof why) || !dnnjit__kernel_assign_slots(g, grp, k) ||
+    if (!describe(g, grp, &p, why, sizeof why) || !kernel_slots(g, grp, &p, k, why, sizeof why) ||
         !maps_valid(&p, &kn, k, why, sizeof why))
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "gemm_sm90 engine: matmul \"%s\": %s",
                             g->nodes[grp->first_node].name, why);
@@ -524,7 +528,6 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\n", kn.bn / 2);
     emit_batch_coords(&sb, "a", &p.a);
     emit_batch_coords(&sb, "b", &p.b);
-    set_scratch(&p, k);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_STAGING = %s;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n",
                       p.scratch ? "true" : "false", k->scratch_slot);
     emit_stage(&sb, "A", &p.a, slot_a);
