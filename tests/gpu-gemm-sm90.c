@@ -25,7 +25,7 @@ typedef struct gemm_case {
     dnnjit_data_type_t io;
     int64_t batch_a, batch_b, m, n, k;
     layout_t a_layout, b_layout;
-    enum { PLAIN, BIAS_RELU, ROW_BIAS_RESIDUAL, SCALE_CAST } epilogue;
+    tu_gemm_epilogue_t epilogue;
     bool every_knob; /* run every sm_90 plan listed, not the first two */
 } gemm_case_t;
 
@@ -51,22 +51,7 @@ static dnnjit_graph_t build_case(const gemm_case_t *c)
     dnnjit_tensor_t b = operand(g, "B", c->batch_b, c->k, c->n, c->b_layout), y;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &y));
     int64_t batch = c->batch_a > c->batch_b ? c->batch_a : c->batch_b;
-    if (c->epilogue == BIAS_RELU) {
-        dnnjit_tensor_t bias = tu_tensor(g, "bias", 3, TU_DIMS(1, 1, c->n), NULL, 0);
-        TU_OK(dnnjit_graph_bias(g, "bias", y, bias, &y));
-        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_RELU_FWD}, y, 0, 0, &y));
-    } else if (c->epilogue == ROW_BIAS_RESIDUAL) {
-        dnnjit_tensor_t bias = tu_tensor(g, "row_bias", 3, TU_DIMS(1, c->m, 1), NULL, 0);
-        dnnjit_tensor_t residual = tu_tensor(g, "residual", 3, TU_DIMS(batch, c->m, c->n), NULL, 0);
-        TU_OK(dnnjit_graph_bias(g, "bias", y, bias, &y));
-        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_ADD}, y, residual, 0, &y));
-        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_TANH_FWD}, y, 0, 0, &y));
-    } else if (c->epilogue == SCALE_CAST) {
-        dnnjit_tensor_t alpha = tu_tensor(g, "alpha", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
-        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, y, alpha, 0, &y));
-        TU_OK(dnnjit_tensor_set_data_type(g, y, DNNJIT_DATA_TYPE_HALF));
-    }
-    TU_OK(dnnjit_tensor_set_output(g, y, true));
+    tu_gemm_epilogue(g, y, c->epilogue, batch, c->m, c->n);
     return g;
 }
 
@@ -116,7 +101,7 @@ static void every_knob_bf16(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 256^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 256, ROW, ROW,
-                                  BIAS_RELU, true};
+                                  TU_BIAS_RELU, true};
     run_cases(&c, 1);
 }
 
@@ -124,7 +109,7 @@ static void every_knob_half_col(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 264x200x136 half A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 264, 200,
-                                  136, COL, COL, PLAIN, true};
+                                  136, COL, COL, TU_PLAIN, true};
     run_cases(&c, 1);
 }
 
@@ -134,7 +119,7 @@ static void every_knob_clusters(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 300x72x200 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 200,
-                                  ROW, COL, ROW_BIAS_RESIDUAL, true};
+                                  ROW, COL, TU_ROW_BIAS_RESIDUAL, true};
     run_cases(&c, 1);
 }
 
@@ -142,17 +127,17 @@ static void cases_against_reference(void **state)
 {
     (void)state;
     static const gemm_case_t cases[] = {
-        {"1x8x8 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1, 8, 8, ROW, ROW, PLAIN, false},
-        {"7x1000x8 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 7, 1000, 8, ROW, ROW, BIAS_RELU, false},
-        {"1000x77x4096 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1000, 77, 4096, ROW, COL, PLAIN, false},
-        {"4097x40x1000 half B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 4097, 40, 1000, ROW, COL, BIAS_RELU, false},
-        {"72x4097x1000 bf16 A col B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 72, 4097, 1000, COL, COL, PLAIN, false},
-        {"88x1000x7 half A col (K 7)", DNNJIT_DATA_TYPE_HALF, 1, 1, 88, 1000, 7, COL, ROW, PLAIN, false},
-        {"1000x1000x77 bf16 A col (K 77)", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 1000, 1000, 77, COL, ROW, BIAS_RELU, false},
-        {"batch bcast B 200x136x256 half", DNNJIT_DATA_TYPE_HALF, 3, 1, 200, 136, 256, ROW, ROW, ROW_BIAS_RESIDUAL, false},
-        {"batch bcast A 64x200x96 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 5, 64, 200, 96, ROW, COL, BIAS_RELU, false},
-        {"batch 4 256x512x320 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 4, 4, 256, 512, 320, ROW, ROW, PLAIN, false},
-        {"512x512x512 bf16 scale cast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 512, 512, 512, ROW, ROW, SCALE_CAST, false},
+        {"1x8x8 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1, 8, 8, ROW, ROW, TU_PLAIN, false},
+        {"7x1000x8 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 7, 1000, 8, ROW, ROW, TU_BIAS_RELU, false},
+        {"1000x77x4096 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1000, 77, 4096, ROW, COL, TU_PLAIN, false},
+        {"4097x40x1000 half B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 4097, 40, 1000, ROW, COL, TU_BIAS_RELU, false},
+        {"72x4097x1000 bf16 A col B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 72, 4097, 1000, COL, COL, TU_PLAIN, false},
+        {"88x1000x7 half A col (K 7)", DNNJIT_DATA_TYPE_HALF, 1, 1, 88, 1000, 7, COL, ROW, TU_PLAIN, false},
+        {"1000x1000x77 bf16 A col (K 77)", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 1000, 1000, 77, COL, ROW, TU_BIAS_RELU, false},
+        {"batch bcast B 200x136x256 half", DNNJIT_DATA_TYPE_HALF, 3, 1, 200, 136, 256, ROW, ROW, TU_ROW_BIAS_RESIDUAL, false},
+        {"batch bcast A 64x200x96 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 5, 64, 200, 96, ROW, COL, TU_BIAS_RELU, false},
+        {"batch 4 256x512x320 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 4, 4, 256, 512, 320, ROW, ROW, TU_PLAIN, false},
+        {"512x512x512 bf16 scale cast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 512, 512, 512, ROW, ROW, TU_SCALE_CAST, false},
     };
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
@@ -163,7 +148,7 @@ static void every_knob_staged(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 264x200x136 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 264, 200,
-                                  136, ROW_UNALIGNED, ROW_UNALIGNED, BIAS_RELU, true};
+                                  136, ROW_UNALIGNED, ROW_UNALIGNED, TU_BIAS_RELU, true};
     run_cases(&c, 1);
 }
 
@@ -171,13 +156,13 @@ static void staged_against_reference(void **state)
 {
     (void)state;
     static const gemm_case_t cases[] = {
-        {"1031x1025x1027 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1031, 1025, 1027, ROW, ROW, PLAIN, false},
+        {"1031x1025x1027 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1031, 1025, 1027, ROW, ROW, TU_PLAIN, false},
         {"1000x77x4099 half staged A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 1000, 77, 4099, COL_UNALIGNED,
-         COL_UNALIGNED, ROW_BIAS_RESIDUAL, false},
+         COL_UNALIGNED, TU_ROW_BIAS_RESIDUAL, false},
         {"batch 3 bcast B 300x136x99 half staged", DNNJIT_DATA_TYPE_HALF, 3, 1, 300, 136, 99, ROW_UNALIGNED, ROW,
-         BIAS_RELU, false},
+         TU_BIAS_RELU, false},
         {"batch 2 7x1000x8195 bf16 staged A only", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 7, 1000, 8195, ROW_UNALIGNED,
-         ROW, PLAIN, false},
+         ROW, TU_PLAIN, false},
     };
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
@@ -251,7 +236,7 @@ static void big_sampled(void **state)
     static const int64_t rows[] = {0, 1, 63, 64, 127, 128, 129, 255, 256, 1000, 1023, 1024,
                                    2047, 2048, 2049, 3000, 3071, 3072, 3583, 3967, 4000, 4094, 4095, 7};
     const size_t nrows = sizeof rows / sizeof rows[0];
-    gemm_case_t c = {"4096^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, n, n, n, ROW, ROW, BIAS_RELU, true};
+    gemm_case_t c = {"4096^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, n, n, n, ROW, ROW, TU_BIAS_RELU, true};
     dnnjit_graph_t g = build_case(&c);
     static const dnnjit_heur_mode_t mode_a = DNNJIT_HEUR_MODE_A;
     TU_OK(dnnjit_graph_create_execution_plans(g, &mode_a, 1));
@@ -339,7 +324,7 @@ static void big_sampled(void **state)
 static void unaligned_buffer_refused(void **state)
 {
     (void)state;
-    gemm_case_t c = {"aligned", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1024, 1024, 1024, ROW, ROW, PLAIN, false};
+    gemm_case_t c = {"aligned", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1024, 1024, 1024, ROW, ROW, TU_PLAIN, false};
     dnnjit_graph_t g = build_case(&c);
     /* The sm_90 engine's first plan, wherever mode A ranks it for this size. */
     static const dnnjit_heur_mode_t mode_a = DNNJIT_HEUR_MODE_A;
@@ -398,7 +383,7 @@ static int64_t build_first(dnnjit_graph_t g, const char *prefix, bool sm90)
 static void autotune_passes_over_refused_plans(void **state)
 {
     (void)state;
-    gemm_case_t c = {"unaligned A", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 520, 264, 136, ROW, ROW, BIAS_RELU, false};
+    gemm_case_t c = {"unaligned A", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 520, 264, 136, ROW, ROW, TU_BIAS_RELU, false};
     dnnjit_graph_t g = build_case(&c);
     static const dnnjit_heur_mode_t mode_a = DNNJIT_HEUR_MODE_A;
     TU_OK(dnnjit_graph_create_execution_plans(g, &mode_a, 1));

@@ -18,7 +18,7 @@ typedef struct gemm_case {
     dnnjit_data_type_t io;
     int64_t batch_a, batch_b, m, n, k;
     layout_t a_layout, b_layout;
-    enum { PLAIN, BIAS_RELU, ROW_BIAS_RESIDUAL, SCALE_CAST } epilogue;
+    tu_gemm_epilogue_t epilogue;
 } gemm_case_t;
 
 /* Pointwise nodes computing an operand, fused into the matmul's group as its prologue.
@@ -95,23 +95,7 @@ static dnnjit_graph_t build_case(const gemm_case_t *c, prologue_t pro)
     dnnjit_tensor_t y;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &y));
     int64_t batch = c->batch_a > c->batch_b ? c->batch_a : c->batch_b;
-    if (c->epilogue == BIAS_RELU) {
-        dnnjit_tensor_t bias = tu_tensor(g, "bias", 3, TU_DIMS(1, 1, c->n), NULL, 0);
-        TU_OK(dnnjit_graph_bias(g, "bias", y, bias, &y));
-        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_RELU_FWD}, y, 0, 0, &y));
-    } else if (c->epilogue == ROW_BIAS_RESIDUAL) {
-        dnnjit_tensor_t bias = tu_tensor(g, "row_bias", 3, TU_DIMS(1, c->m, 1), NULL, 0);
-        dnnjit_tensor_t residual = tu_tensor(g, "residual", 3, TU_DIMS(batch, c->m, c->n), NULL, 0);
-        TU_OK(dnnjit_graph_bias(g, "bias", y, bias, &y));
-        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_ADD}, y, residual, 0, &y));
-        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_TANH_FWD}, y, 0, 0, &y));
-    } else if (c->epilogue == SCALE_CAST) {
-        /* alpha * (A @ B) stored as HALF whatever the inputs are. */
-        dnnjit_tensor_t alpha = tu_tensor(g, "alpha", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
-        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, y, alpha, 0, &y));
-        TU_OK(dnnjit_tensor_set_data_type(g, y, DNNJIT_DATA_TYPE_HALF));
-    }
-    TU_OK(dnnjit_tensor_set_output(g, y, true));
+    tu_gemm_epilogue(g, y, c->epilogue, batch, c->m, c->n);
     return g;
 }
 
@@ -133,7 +117,7 @@ static int run_case(const gemm_case_t *c, prologue_t pro, int64_t limit)
         TU_OK(dnnjit_graph_get_plan_behavior_notes(g, p, &notes));
         TU_OK(dnnjit_graph_build_plan_at_index(g, p));
         double tol = notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION ? 1e-3 : tu_tolerance(c->io);
-        if (c->epilogue == SCALE_CAST && tol < 1e-2)
+        if (c->epilogue == TU_SCALE_CAST && tol < 1e-2)
             tol = 1e-2; /* the output is HALF */
         gpu_run_result_t r;
         TU_OK(gpu_run_and_check(g, &rng, -1.0, 1.0, 0, &r));
@@ -162,7 +146,7 @@ static void every_knob_bf16(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 200x136x8192 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 200, 136, 8192,
-                                  ROW, COL, BIAS_RELU};
+                                  ROW, COL, TU_BIAS_RELU};
     run_all(&c, 1);
 }
 
@@ -170,7 +154,7 @@ static void every_knob_half(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 136x200x4096 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 136, 200, 4096, COL,
-                                  ROW, PLAIN};
+                                  ROW, TU_PLAIN};
     run_all(&c, 1);
 }
 
@@ -179,7 +163,7 @@ static void every_knob_bf16_whole(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 256x256x2048 bf16 whole", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256,
-                                  2048, ROW, ROW, BIAS_RELU};
+                                  2048, ROW, ROW, TU_BIAS_RELU};
     run_all(&c, 1);
 }
 
@@ -187,7 +171,7 @@ static void every_knob_half_whole(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 256x256x1024 half whole", DNNJIT_DATA_TYPE_HALF, 2, 2, 256, 256, 1024,
-                                  COL, COL, PLAIN};
+                                  COL, COL, TU_PLAIN};
     run_all(&c, 1);
 }
 
@@ -195,19 +179,19 @@ static void half_and_bf16(void **state)
 {
     (void)state;
     static const gemm_case_t cases[] = {
-        {"seed 000 half", DNNJIT_DATA_TYPE_HALF, 4, 4, 64, 64, 128, ROW, ROW, PLAIN},
-        {"1x1x1 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 1, 1, 1, ROW, ROW, PLAIN},
-        {"7x7x7 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 7, 7, 7, ROW, ROW, PLAIN},
-        {"77x1000x77 bf16 A col", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 77, 1000, 77, COL, ROW, PLAIN},
-        {"1000x77x1000 half B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 1000, 77, 1000, ROW, COL, BIAS_RELU},
-        {"4097x33x40 half both col", DNNJIT_DATA_TYPE_HALF, 1, 1, 4097, 33, 40, COL, COL, PLAIN},
-        {"33x4097x64 bf16 padded", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 33, 4097, 64, ROW_PADDED, ROW_PADDED, PLAIN},
-        {"130x70x99 half unaligned", DNNJIT_DATA_TYPE_HALF, 2, 2, 130, 70, 99, ROW_UNALIGNED, ROW_UNALIGNED, PLAIN},
-        {"batch bcast B half", DNNJIT_DATA_TYPE_HALF, 3, 1, 200, 136, 256, ROW, ROW, ROW_BIAS_RESIDUAL},
-        {"batch bcast A bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 5, 64, 200, 96, ROW, COL, BIAS_RELU},
-        {"split-K 64x64x8192 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 64, 64, 8192, ROW, ROW, BIAS_RELU},
-        {"split-K 100x90x6000 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 100, 90, 6000, COL, ROW, PLAIN},
-        {"512x512x512 bf16 scale cast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 512, 512, 512, ROW, ROW, SCALE_CAST},
+        {"seed 000 half", DNNJIT_DATA_TYPE_HALF, 4, 4, 64, 64, 128, ROW, ROW, TU_PLAIN},
+        {"1x1x1 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 1, 1, 1, ROW, ROW, TU_PLAIN},
+        {"7x7x7 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 7, 7, 7, ROW, ROW, TU_PLAIN},
+        {"77x1000x77 bf16 A col", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 77, 1000, 77, COL, ROW, TU_PLAIN},
+        {"1000x77x1000 half B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 1000, 77, 1000, ROW, COL, TU_BIAS_RELU},
+        {"4097x33x40 half both col", DNNJIT_DATA_TYPE_HALF, 1, 1, 4097, 33, 40, COL, COL, TU_PLAIN},
+        {"33x4097x64 bf16 padded", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 33, 4097, 64, ROW_PADDED, ROW_PADDED, TU_PLAIN},
+        {"130x70x99 half unaligned", DNNJIT_DATA_TYPE_HALF, 2, 2, 130, 70, 99, ROW_UNALIGNED, ROW_UNALIGNED, TU_PLAIN},
+        {"batch bcast B half", DNNJIT_DATA_TYPE_HALF, 3, 1, 200, 136, 256, ROW, ROW, TU_ROW_BIAS_RESIDUAL},
+        {"batch bcast A bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 5, 64, 200, 96, ROW, COL, TU_BIAS_RELU},
+        {"split-K 64x64x8192 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 64, 64, 8192, ROW, ROW, TU_BIAS_RELU},
+        {"split-K 100x90x6000 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 100, 90, 6000, COL, ROW, TU_PLAIN},
+        {"512x512x512 bf16 scale cast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 512, 512, 512, ROW, ROW, TU_SCALE_CAST},
     };
     run_all(cases, sizeof cases / sizeof cases[0]);
 }
@@ -216,7 +200,7 @@ static void every_knob_float(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 200x136x8192 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 200, 136, 8192, ROW,
-                                  ROW, BIAS_RELU};
+                                  ROW, TU_BIAS_RELU};
     run_all(&c, 1);
 }
 
@@ -224,7 +208,7 @@ static void every_knob_float_whole(void **state)
 {
     (void)state;
     static const gemm_case_t c = {"every knob 256x128x1024 float whole", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 256, 128, 1024,
-                                  ROW, COL, PLAIN};
+                                  ROW, COL, TU_PLAIN};
     run_all(&c, 1);
 }
 
@@ -232,11 +216,11 @@ static void float_inputs(void **state)
 {
     (void)state;
     static const gemm_case_t cases[] = {
-        {"7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 77, 1000, ROW, ROW, PLAIN},
-        {"1000x7x77 float A col", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 7, 77, COL, ROW, BIAS_RELU},
-        {"256x300x128 float B col", DNNJIT_DATA_TYPE_FLOAT, 2, 1, 256, 300, 128, ROW, COL, ROW_BIAS_RESIDUAL},
-        {"130x70x99 float unaligned", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 130, 70, 99, ROW_UNALIGNED, COL, PLAIN},
-        {"split-K 64x32x8192 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 64, 32, 8192, ROW, ROW, PLAIN},
+        {"7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 77, 1000, ROW, ROW, TU_PLAIN},
+        {"1000x7x77 float A col", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 7, 77, COL, ROW, TU_BIAS_RELU},
+        {"256x300x128 float B col", DNNJIT_DATA_TYPE_FLOAT, 2, 1, 256, 300, 128, ROW, COL, TU_ROW_BIAS_RESIDUAL},
+        {"130x70x99 float unaligned", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 130, 70, 99, ROW_UNALIGNED, COL, TU_PLAIN},
+        {"split-K 64x32x8192 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 64, 32, 8192, ROW, ROW, TU_PLAIN},
     };
     run_all(cases, sizeof cases / sizeof cases[0]);
 }
@@ -245,22 +229,22 @@ static void float_inputs(void **state)
  * (so tiles run past every edge), transposed operands, broadcast batches and epilogues;
  * each case's first plans are tensor-core ones, whose names say so. */
 static const prologue_case_t prologue_cases[] = {
-    {{"prologue relu A 77x1000x77 half", DNNJIT_DATA_TYPE_HALF, 2, 2, 77, 1000, 77, ROW, ROW, BIAS_RELU}, RELU_A},
-    {{"prologue relu A col 7x7x7 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 7, 7, 7, COL, ROW, PLAIN}, RELU_A},
-    {{"prologue scale B 1000x77x1000 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1000, 77, 1000, ROW, COL, PLAIN}, SCALE_B},
-    {{"prologue scale B bcast 200x136x99 half", DNNJIT_DATA_TYPE_HALF, 3, 1, 200, 136, 99, ROW, ROW, PLAIN}, SCALE_B},
-    {{"prologue cast A 77x1000x1000 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 77, 1000, 1000, ROW, ROW, PLAIN}, CAST_A},
-    {{"prologue cast A col 130x70x99 half", DNNJIT_DATA_TYPE_HALF, 2, 2, 130, 70, 99, COL, ROW, BIAS_RELU}, CAST_A},
-    {{"prologue add A bcast 64x200x77 half", DNNJIT_DATA_TYPE_HALF, 1, 5, 64, 200, 77, ROW, COL, PLAIN}, ADD_A},
-    {{"prologue x+1, exp 7x77x1000 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 7, 77, 1000, ROW, ROW, PLAIN}, NONZERO_AT_ZERO},
-    {{"prologue x+1, exp 77x7x77 bf16 col", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 77, 7, 77, COL, COL, PLAIN},
+    {{"prologue relu A 77x1000x77 half", DNNJIT_DATA_TYPE_HALF, 2, 2, 77, 1000, 77, ROW, ROW, TU_BIAS_RELU}, RELU_A},
+    {{"prologue relu A col 7x7x7 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 7, 7, 7, COL, ROW, TU_PLAIN}, RELU_A},
+    {{"prologue scale B 1000x77x1000 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1000, 77, 1000, ROW, COL, TU_PLAIN}, SCALE_B},
+    {{"prologue scale B bcast 200x136x99 half", DNNJIT_DATA_TYPE_HALF, 3, 1, 200, 136, 99, ROW, ROW, TU_PLAIN}, SCALE_B},
+    {{"prologue cast A 77x1000x1000 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 77, 1000, 1000, ROW, ROW, TU_PLAIN}, CAST_A},
+    {{"prologue cast A col 130x70x99 half", DNNJIT_DATA_TYPE_HALF, 2, 2, 130, 70, 99, COL, ROW, TU_BIAS_RELU}, CAST_A},
+    {{"prologue add A bcast 64x200x77 half", DNNJIT_DATA_TYPE_HALF, 1, 5, 64, 200, 77, ROW, COL, TU_PLAIN}, ADD_A},
+    {{"prologue x+1, exp 7x77x1000 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 7, 77, 1000, ROW, ROW, TU_PLAIN}, NONZERO_AT_ZERO},
+    {{"prologue x+1, exp 77x7x77 bf16 col", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 77, 7, 77, COL, COL, TU_PLAIN},
      NONZERO_AT_ZERO},
-    {{"prologue x+1, exp split-K 64x64x8191 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 64, 64, 8191, ROW, ROW, PLAIN},
+    {{"prologue x+1, exp split-K 64x64x8191 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 64, 64, 8191, ROW, ROW, TU_PLAIN},
      NONZERO_AT_ZERO},
-    {{"prologue x+1, exp 1000x7x77 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 7, 77, ROW, ROW, BIAS_RELU},
+    {{"prologue x+1, exp 1000x7x77 float", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 7, 77, ROW, ROW, TU_BIAS_RELU},
      NONZERO_AT_ZERO},
-    {{"prologue relu A 77x1000x7 float", DNNJIT_DATA_TYPE_FLOAT, 1, 3, 77, 1000, 7, COL, ROW, PLAIN}, RELU_A},
-    {{"prologue add A 7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 2, 2, 7, 77, 1000, ROW, COL, ROW_BIAS_RESIDUAL}, ADD_A},
+    {{"prologue relu A 77x1000x7 float", DNNJIT_DATA_TYPE_FLOAT, 1, 3, 77, 1000, 7, COL, ROW, TU_PLAIN}, RELU_A},
+    {{"prologue add A 7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 2, 2, 7, 77, 1000, ROW, COL, TU_ROW_BIAS_RESIDUAL}, ADD_A},
 };
 
 enum { PROLOGUE_CASE_COUNT = sizeof prologue_cases / sizeof prologue_cases[0] };

@@ -103,3 +103,23 @@ void tu_gpu_check(dnnjit_graph_t g, const dnnjit_heur_mode_t *modes, int mode_co
         run_plan(g, p, lo, hi, tol, label);
     }
 }
+
+void tu_gemm_epilogue(dnnjit_graph_t g, dnnjit_tensor_t y, tu_gemm_epilogue_t e, int64_t batch, int64_t m, int64_t n)
+{
+    if (e == TU_BIAS_RELU) {
+        dnnjit_tensor_t bias = tu_tensor(g, "bias", 3, TU_DIMS(1, 1, n), NULL, 0);
+        TU_OK(dnnjit_graph_bias(g, "bias", y, bias, &y));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_RELU_FWD}, y, 0, 0, &y));
+    } else if (e == TU_ROW_BIAS_RESIDUAL) {
+        dnnjit_tensor_t bias = tu_tensor(g, "row_bias", 3, TU_DIMS(1, m, 1), NULL, 0);
+        dnnjit_tensor_t residual = tu_tensor(g, "residual", 3, TU_DIMS(batch, m, n), NULL, 0);
+        TU_OK(dnnjit_graph_bias(g, "bias", y, bias, &y));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_ADD}, y, residual, 0, &y));
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_TANH_FWD}, y, 0, 0, &y));
+    } else if (e == TU_SCALE_CAST) {
+        dnnjit_tensor_t alpha = tu_tensor(g, "alpha", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
+        TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, y, alpha, 0, &y));
+        TU_OK(dnnjit_tensor_set_data_type(g, y, DNNJIT_DATA_TYPE_HALF));
+    }
+    TU_OK(dnnjit_tensor_set_output(g, y, true));
+}

@@ -25,5 +25,11 @@ double tu_tolerance(dnnjit_data_type_t io_type);
  * with the reference executor by ||out - ref|| / ||ref|| < tol (NaN fails). */
 void tu_gpu_check(dnnjit_graph_t g, const dnnjit_heur_mode_t *modes, int mode_count, double lo, double hi, double tol,
                   const char *label);
+/* The fused epilogues the GEMM tests put after y = A @ B ([batch, m, n]): none; a bias
+ * [1, 1, n] then relu; a row bias [1, m, 1], a residual [batch, m, n] and tanh; alpha
+ * [1, 1, 1] (FLOAT) times y, stored as HALF whatever the inputs are. */
+typedef enum tu_gemm_epilogue { TU_PLAIN, TU_BIAS_RELU, TU_ROW_BIAS_RESIDUAL, TU_SCALE_CAST } tu_gemm_epilogue_t;
+/* Adds epilogue e after y and marks its result an output of g. */
+void tu_gemm_epilogue(dnnjit_graph_t g, dnnjit_tensor_t y, tu_gemm_epilogue_t e, int64_t batch, int64_t m, int64_t n);
 
 #endif
