@@ -690,8 +690,9 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnj
  *
  * The arguments are execute's. The workspace is taken to be as large as get_workspace_size
  * said before the call: plans that need more (a larger split-K scratch) are not timed. Each
- * plan runs a few times to warm up; its time is then the median of several batches of
- * back-to-back executes between two CUDA events on `stream`. The call waits for them, so it
+ * plan runs a few times to warm up; its time is then the median of several batches (7, or
+ * DNNJIT_AUTOTUNE_REPEATS from 1 to 1000) of ten back-to-back executes between two CUDA
+ * events on `stream`. The call waits for them, so it
  * must not be captured in a CUDA graph. The outputs end up holding what the last plan timed
  * wrote (every plan computes the same result). One graph, one thread at a time, as execute.
  *
@@ -700,7 +701,8 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnj
  * kernel cache's folder (under "autotune/"), so DNNJIT_CACHE=0 keeps the choice in this
  * graph only. A choice that cannot be written is not an error.
  *
- * Errors: BAD_PARAM (graph NULL, or no built plan fits the workspace), BAD_STATE (no plans
+ * Errors: BAD_PARAM (graph NULL, DNNJIT_AUTOTUNE_REPEATS not a whole number from 1 to 1000,
+ * or no built plan fits the workspace), BAD_STATE (no plans
  * yet, or no GPU), those of build_plans, and those of execute (the message names the failing
  * kernel). On failure the chosen plan is the one chosen before. */
 DNNJIT_API dnnjit_status_t dnnjit_graph_autotune(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,

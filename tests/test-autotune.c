@@ -314,6 +314,29 @@ static void autotune_needs_plans_and_a_gpu(void **state)
     dnnjit_handle_destroy(h);
 }
 
+/* DNNJIT_AUTOTUNE_REPEATS is checked before anything is timed, GPU or not. */
+static void autotune_repeats_are_checked(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    dnnjit_graph_t g = sigmoid_graph(h, 64);
+    TU_OK(dnnjit_graph_build(g, &mode_a, 1));
+    const char *bad[] = {"0", "-3", "1001", "7x", "seven", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("DNNJIT_AUTOTUNE_REPEATS", bad[i], 1);
+        char want[96];
+        snprintf(want, sizeof want, "DNNJIT_AUTOTUNE_REPEATS=\"%s\" is not a whole number from 1 to 1000", bad[i]);
+        TU_FAILS(dnnjit_graph_autotune(g, NULL, 0, NULL, NULL), DNNJIT_STATUS_BAD_PARAM, want);
+    }
+    /* A valid count gets as far as the missing GPU. */
+    setenv("DNNJIT_AUTOTUNE_REPEATS", "1", 1);
+    TU_FAILS(dnnjit_graph_autotune(g, NULL, 0, NULL, NULL), DNNJIT_STATUS_BAD_STATE, "no GPU to time graph");
+    unsetenv("DNNJIT_AUTOTUNE_REPEATS");
+    dnnjit_graph_destroy(g);
+    dnnjit_handle_destroy(h);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -324,6 +347,7 @@ int main(void)
         T(cache_off_remembers_nothing),
         T(cache_clear_forgets_choices),
         T(autotune_needs_plans_and_a_gpu),
+        T(autotune_repeats_are_checked),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

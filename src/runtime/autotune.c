@@ -21,11 +21,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Executes before timing (first-launch costs, clocks ramping up), then REPEATS batches of
- * BATCH back-to-back executes between two events; a plan's time is the median batch. */
+/* Executes before timing (first-launch costs, clocks ramping up), then `repeats` batches
+ * of BATCH back-to-back executes between two events; a plan's time is the median batch.
+ * DNNJIT_AUTOTUNE_REPEATS sets the number of batches (1 to REPEATS_MAX): under a tool that
+ * slows every launch a thousandfold (compute-sanitizer's racecheck) one batch is enough. */
 #define WARMUP 3
 #define BATCH 10
-#define REPEATS 7
+#define REPEATS_DEFAULT 7
+#define REPEATS_MAX 1000
 
 /* ---- remembered choices ----------------------------------------------------------- */
 
@@ -163,17 +166,35 @@ typedef struct timing {
     void *workspace;
     dnnjit__cu_stream_t stream;
     dnnjit__cu_event_t start, stop;
+    int repeats;
 } timing_t;
+
+/* The number of timed batches: DNNJIT_AUTOTUNE_REPEATS when set, else REPEATS_DEFAULT. */
+static dnnjit_status_t timed_batches(dnnjit_graph_t g, int *repeats)
+{
+    const char *v = getenv("DNNJIT_AUTOTUNE_REPEATS");
+    *repeats = REPEATS_DEFAULT;
+    if (!v || !*v)
+        return DNNJIT_STATUS_SUCCESS;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || n < 1 || n > REPEATS_MAX)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM,
+                            "autotune: graph \"%s\": DNNJIT_AUTOTUNE_REPEATS=\"%s\" is not a whole number from 1 to %d", g->name, v, REPEATS_MAX);
+    *repeats = (int)n;
+    return DNNJIT_STATUS_SUCCESS;
+}
 
 /* The median time of a batch of the graph's chosen plan, in milliseconds. */
 static dnnjit_status_t time_chosen(dnnjit_graph_t g, const timing_t *t, float *ms)
 {
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
-    float samples[REPEATS];
+    float samples[REPEATS_MAX];
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
     for (int i = 0; i < WARMUP && !s; i++)
         s = dnnjit_graph_execute(g, t->pack, t->n, t->workspace, t->stream);
-    for (int r = 0; r < REPEATS && !s; r++) {
+    for (int r = 0; r < t->repeats && !s; r++) {
         s = dnnjit__cu_check(cu->cuEventRecord(t->start, t->stream), "cuEventRecord");
         for (int i = 0; i < BATCH && !s; i++)
             s = dnnjit_graph_execute(g, t->pack, t->n, t->workspace, t->stream);
@@ -185,8 +206,8 @@ static dnnjit_status_t time_chosen(dnnjit_graph_t g, const timing_t *t, float *m
             s = dnnjit__cu_check(cu->cuEventElapsedTime(&samples[r], t->start, t->stop), "cuEventElapsedTime");
     }
     if (!s) {
-        qsort(samples, REPEATS, sizeof *samples, by_value);
-        *ms = samples[REPEATS / 2];
+        qsort(samples, (size_t)t->repeats, sizeof *samples, by_value);
+        *ms = samples[t->repeats / 2];
     }
     return s;
 }
@@ -265,17 +286,21 @@ dnnjit_status_t dnnjit_graph_autotune(dnnjit_graph_t g, const dnnjit_variant_t *
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
                             "autotune: graph \"%s\" has no execution plans (call create_execution_plans or build first)",
                             g->name);
+    int repeats;
+    dnnjit_status_t s = timed_batches(g, &repeats);
+    if (s)
+        return s;
     if (!g->handle || !g->handle->has_device)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE, "autotune: no GPU to time graph \"%s\" on: %s", g->name,
                             g->handle ? g->handle->no_device_reason : "the graph has no handle");
     int64_t built = 0, workspace_size = dnnjit__workspace_size(g->jit, NULL);
     for (int64_t i = 0; i < g->jit->plan_count; i++)
         built += g->jit->plans[i].built;
-    dnnjit_status_t s = built < 2 ? dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_ALL) : DNNJIT_STATUS_SUCCESS;
+    s = built < 2 ? dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_ALL) : DNNJIT_STATUS_SUCCESS;
     if (s)
         return s;
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
-    timing_t t = {pack, n, workspace, (dnnjit__cu_stream_t)stream, NULL, NULL};
+    timing_t t = {pack, n, workspace, (dnnjit__cu_stream_t)stream, NULL, NULL, repeats};
     s = dnnjit__cu_check(cu->cuEventCreate(&t.start, 0), "cuEventCreate");
     if (!s)
         s = dnnjit__cu_check(cu->cuEventCreate(&t.stop, 0), "cuEventCreate");
