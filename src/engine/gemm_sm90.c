@@ -401,9 +401,11 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 }
 
 /* Mode A's rule within the engine: the tile whose rounds over the SMs waste the least and
- * that pads the matrix least, the wider tile on a tie (fewer operand reloads), then the
- * stage count that measured fastest, then the tile order grouped along M, then the
- * variant. */
+ * that pads the matrix least, where the narrow tile counts as ten points of wave
+ * efficiency lost (it reloads its operands twice as often: on the H200 at 4096^3 bf16
+ * 128x128 took 213 us against 128x256's 175, and at 8x4096^3 with bias and relu 1745 against
+ * 1514, though its 63 rounds were fuller than 128x256's 32), then the stage count that
+ * measured fastest, then the tile order grouped along M, then the variant. */
 static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -412,13 +414,15 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (!describe(g, grp, &p, why, sizeof why))
         return 1e30;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
-    return (1.0 - wave_efficiency(p.batch * tiles_of(&p, &kn))) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 1) +
+    return (1.0 - wave_efficiency(p.batch * tiles_of(&p, &kn))) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 10) +
            stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
 }
 
 /* Mode A: a problem of fewer 128x128 tiles than half the SMs (seed 000's 4x64x64x128, say)
- * leaves most of the GPU idle whatever the tile; the sm_80 engine's smaller tiles and
- * split-K spread it wider, so its plans rank first there. */
+ * leaves most of the GPU idle whatever the tile, and one of 64 rows or fewer (a linear layer
+ * on a few tokens) leaves most of every tile's rows empty while it streams B: the sm_80
+ * engine's smaller tiles and split-K spread such problems wider, so its plans rank first
+ * there (on the H200 1x14336x4096 bf16 took 69 us on this engine's 128x256 tile). */
 static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -427,7 +431,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (!describe(g, grp, &p, why, sizeof why))
         return true;
     knob_t narrow = {128, 4, false, false, 1};
-    return p.batch * tiles_of(&p, &narrow) < SM_COUNT / 2;
+    return p.batch * tiles_of(&p, &narrow) < SM_COUNT / 2 || 2 * p.m <= TILE_M;
 }
 
 /* dj_<name>_batch_coords(b, c): the batch coordinates of batch entry b in the operand's
