@@ -356,10 +356,10 @@ static void fp8_operands(void **state)
     dnnjit_handle_destroy(h);
 }
 
-/* The line pitch of a staged copy: `inner` elements rounded up to 16 bytes. */
+/* The line pitch of a staged copy: `inner` elements rounded up to 128 bytes. */
 static int64_t pitch_of(int64_t inner, int64_t esize)
 {
-    return (inner * esize + 15) / 16 * 16;
+    return (inner * esize + 127) / 128 * 128;
 }
 
 /* Operands whose strides TMA cannot take are copied by the kernel into its scratch first:

@@ -82,7 +82,8 @@ typedef struct operand {
     int64_t batch_dim[MAX_MAP_BATCH], batch_div[MAX_MAP_BATCH], batch_stride[MAX_MAP_BATCH];
     /* Strides TMA cannot take (not 16-byte multiples, or not positive): the kernel first
      * copies the operand into its scratch, `inner` contiguous elements per line, lines
-     * `pitch` bytes apart (16-byte multiples), `outer` lines per batch entry and `lines` in
+     * `pitch` bytes apart (128-byte multiples, so that every 128-byte row of a TMA box is one
+     * whole L2 line), `outer` lines per batch entry and `lines` in
      * all, from byte `offset` on; the tensor map reads the copy. */
     bool staged;
     int64_t inner, outer, lines, pitch, offset;
@@ -154,7 +155,7 @@ static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, boo
         }
         div *= c->dim[i];
     }
-    o->pitch = (o->inner * esize + 15) / 16 * 16;
+    o->pitch = (o->inner * esize + 127) / 128 * 128;
     return true;
 }
 

@@ -39,7 +39,8 @@
 //
 // Staging: every CTA copies its share of the lines of the staged operands into the scratch
 // (through shared memory, so that global memory is read and written in aligned 16-byte
-// pieces whatever the source's alignment), then all wait at a grid-wide barrier, which the
+// pieces whatever the source's alignment; a round's loads in flight while the last round
+// is written), then all wait at a grid-wide barrier, which the
 // cooperative launch makes safe (every CTA resident), before the GEMM reads the copies
 // with TMA.
 //
@@ -238,82 +239,129 @@ __device__ __forceinline__ void dj_release(unsigned empty, unsigned rank)
 
 // ---- staging ------------------------------------------------------------------------
 
-// Copies the lines of one staged operand S (S::LINES lines of S::INNER elements, line l's
+// The staged operands' lines go in units: each line is cut into SEGS near-equal segments of
+// at most DJ_SEG_MAX bytes (each a multiple of 16 bytes but the line's last), so that a
+// line of 4099 bf16 elements (8198 bytes) is three units of 2736 bytes and not two full
+// ones and a third of 6 bytes. DjSegs<S> is operand S's cut.
+constexpr int DJ_SEG_MAX = 4096;
+
+template <class S> struct DjSegs {
+    static constexpr dj_i64 LINE_BYTES = S::INNER * DJ_ESIZE;
+    static constexpr dj_i64 SEGS = (LINE_BYTES + DJ_SEG_MAX - 1) / DJ_SEG_MAX;
+    static constexpr int SEG = S::STAGED ? (int)(((LINE_BYTES + SEGS - 1) / SEGS + 15) / 16 * 16) : 16;
+    static constexpr dj_i64 UNITS = S::LINES * SEGS; // none when the operand is not staged
+};
+
+// One unit: its first byte in the operand, its length, and where it goes in the scratch
+// (16-byte aligned: lines are S::PITCH bytes apart, a multiple of 16).
+struct DjUnit {
+    const unsigned char *begin;
+    unsigned char *dst;
+    int length;
+};
+
+template <class S> __device__ __forceinline__ DjUnit dj_unit_of(const DjArgs &args, dj_i64 u)
+{
+    using G = DjSegs<S>;
+    const dj_i64 line = u / G::SEGS, seg = u % G::SEGS, rest = G::LINE_BYTES - seg * G::SEG;
+    return {(const unsigned char *)args.ptr[S::SLOT] + S::line(line) * DJ_ESIZE + seg * G::SEG,
+            (unsigned char *)args.ptr[DJ_SCRATCH_SLOT] + S::OFFSET + line * S::PITCH + seg * G::SEG,
+            (int)(rest < G::SEG ? rest : G::SEG)};
+}
+
+// Unit u of both operands: A's first, then B's.
+__device__ __forceinline__ DjUnit dj_unit(const DjArgs &args, dj_i64 u)
+{
+    return u < DjSegs<DjStageA>::UNITS ? dj_unit_of<DjStageA>(args, u)
+                                       : dj_unit_of<DjStageB>(args, u - DjSegs<DjStageA>::UNITS);
+}
+
+// The 16 bytes at `from` in shared memory, whatever its alignment, from the two aligned
+// 16-byte words that hold them (a warp's 128-bit loads of consecutive words take the fewest
+// shared-memory cycles, where element-sized loads 16 bytes apart would conflict in banks).
+// Both words lie in the unit's slot, which has 16 bytes to spare.
+__device__ __forceinline__ uint4 dj_shared_unaligned16(const unsigned char *from)
+{
+    const unsigned off = (unsigned)((dj_u64)from & 15), words = off >> 2, bits = (off & 3) * 8;
+    const uint4 lo = *(const uint4 *)(from - off), hi = *(const uint4 *)(from - off + 16);
+    const unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    unsigned r[5];
+    // Selects with constant indices keep w in registers (an index by `words` would not).
+#pragma unroll
+    for (int i = 0; i < 5; i++)
+        r[i] = words == 0 ? w[i] : words == 1 ? w[i + 1] : words == 2 ? w[i + 2] : w[i + 3];
+    return make_uint4(__funnelshift_r(r[0], r[1], bits), __funnelshift_r(r[1], r[2], bits),
+                      __funnelshift_r(r[2], r[3], bits), __funnelshift_r(r[3], r[4], bits));
+}
+
+// Copies the lines of the staged operands (S::LINES lines of S::INNER elements, line l's
 // first element S::line(l) elements into DjArgs.ptr[S::SLOT], contiguous) into the scratch
 // at byte S::OFFSET, lines S::PITCH bytes apart, through `buffer` (BUFFER bytes of shared
-// memory, 16-byte aligned). Work goes in units of DJ_SEG bytes of a line, SLOTS units per
-// CTA and round: all threads first read the aligned 16-byte pieces that hold each unit's
-// bytes into its slot (pieces cut by the unit's ends element by element, so nothing outside
-// the tensor is read), then write the unit's bytes, shifted to the slot's start, as 16-byte
-// stores (the last one may run into the line's padding, which TMA never reads).
-constexpr int DJ_SEG = 4096;
-constexpr int DJ_SEG_SLOT = DJ_SEG + 16; // a unit's bytes start anywhere in their first piece
-
-template <class S, unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, unsigned char *buffer)
+// memory, 16-byte aligned) in two halves: while the threads write one round's units from
+// one half, the next round's loads are already in flight into the other. A round is SLOTS
+// units per CTA: all threads read the aligned 16-byte pieces that hold each unit's bytes
+// into its slot (by cp.async, which keeps them in flight without holding registers; the
+// pieces cut by the unit's ends byte by byte, so that nothing outside the tensor is read),
+// then write the unit's bytes, shifted to the slot's start, as 16-byte stores (the last one
+// may run into the line's padding, which TMA never reads).
+template <unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, unsigned char *buffer)
 {
-    constexpr dj_i64 LINE_BYTES = S::INNER * DJ_ESIZE, SEGS = (LINE_BYTES + DJ_SEG - 1) / DJ_SEG;
-    constexpr dj_i64 UNITS = S::LINES * SEGS;
-    constexpr int SLOTS = (int)(BUFFER / DJ_SEG_SLOT), PIECES = DJ_SEG_SLOT / 16;
-    static_assert(SLOTS >= 1, "the pipeline's stages hold at least one unit");
-    const unsigned char *const src = (const unsigned char *)args.ptr[S::SLOT];
-    unsigned char *const dst = (unsigned char *)args.ptr[DJ_SCRATCH_SLOT] + S::OFFSET;
-    // The unit's first byte and length.
-    auto unit = [&](dj_i64 u, const unsigned char *&begin, int &length) {
-        const dj_i64 line = u / SEGS, seg = u % SEGS;
-        begin = src + S::line(line) * DJ_ESIZE + seg * DJ_SEG;
-        length = (int)(LINE_BYTES - seg * DJ_SEG < DJ_SEG ? LINE_BYTES - seg * DJ_SEG : DJ_SEG);
-    };
-    for (dj_i64 first = (dj_i64)blockIdx.x * SLOTS; first < UNITS; first += (dj_i64)gridDim.x * SLOTS) {
-        // Whole pieces go by cp.async, which keeps the round's every load in flight at once
-        // without holding registers; the pieces cut by a unit's ends, byte by byte.
+    constexpr dj_i64 UNITS = DjSegs<DjStageA>::UNITS + DjSegs<DjStageB>::UNITS;
+    constexpr int SEG = DjSegs<DjStageA>::SEG > DjSegs<DjStageB>::SEG ? DjSegs<DjStageA>::SEG : DjSegs<DjStageB>::SEG;
+    constexpr int SLOT_BYTES = SEG + 16, PIECES = SLOT_BYTES / 16, HALF = (int)(BUFFER / 2 / 16 * 16);
+    constexpr int SLOTS = HALF / SLOT_BYTES;
+    static_assert(SLOTS >= 1, "each half of the pipeline's stages holds at least one unit");
+    const dj_i64 step = (dj_i64)gridDim.x * SLOTS;
+    auto load = [&](dj_i64 first, unsigned char *half) {
         for (int q = (int)threadIdx.x; q < SLOTS * PIECES; q += DJ_THREADS) {
             const int s = q / PIECES;
             if (first + s >= UNITS)
                 break;
-            const unsigned char *begin;
-            int length;
-            unit(first + s, begin, length);
-            const unsigned char *at = (const unsigned char *)((dj_u64)begin & ~(dj_u64)15) + 16 * (q % PIECES);
-            unsigned char *to = buffer + s * DJ_SEG_SLOT + 16 * (q % PIECES);
-            if (at >= begin && at + 16 <= begin + length)
+            const DjUnit un = dj_unit(args, first + s);
+            const unsigned char *at = (const unsigned char *)((dj_u64)un.begin & ~(dj_u64)15) + 16 * (q % PIECES);
+            unsigned char *to = half + s * SLOT_BYTES + 16 * (q % PIECES);
+            if (at >= un.begin && at + 16 <= un.begin + un.length) {
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dj_smem_u32(to)), "l"(at) : "memory");
-            else
+            } else {
+                // Every byte's load first, then the stores: loads and stores in turn would
+                // wait for memory sixteen times (they may alias, for all the compiler knows),
+                // and the whole round with them.
+                unsigned char v[16];
+#pragma unroll
                 for (int b = 0; b < 16; b++)
-                    if (at + b >= begin && at + b < begin + length)
-                        to[b] = at[b];
+                    v[b] = at + b >= un.begin && at + b < un.begin + un.length ? at[b] : 0;
+#pragma unroll
+                for (int b = 0; b < 16; b++)
+                    if (at + b >= un.begin && at + b < un.begin + un.length)
+                        to[b] = v[b];
+            }
         }
-        asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-        __syncthreads();
-        for (int q = (int)threadIdx.x; q < SLOTS * (DJ_SEG / 16); q += DJ_THREADS) {
-            const int s = q / (DJ_SEG / 16), c = q % (DJ_SEG / 16);
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    auto store = [&](dj_i64 first, const unsigned char *half) {
+        for (int q = (int)threadIdx.x; q < SLOTS * (SEG / 16); q += DJ_THREADS) {
+            const int s = q / (SEG / 16), c = q % (SEG / 16);
             if (first + s >= UNITS)
                 break;
-            const unsigned char *begin;
-            int length;
-            unit(first + s, begin, length);
-            if (16 * c >= length)
-                continue;
-            // The unit's bytes start (begin mod 16) into the slot; elements are DJ_ESIZE-aligned.
-            const unsigned char *from = buffer + s * DJ_SEG_SLOT + ((dj_u64)begin & 15) + 16 * c;
-            uint4 v;
-            if constexpr (DJ_ESIZE == 2) {
-                unsigned short h[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    h[e] = ((const unsigned short *)from)[e];
-                v = make_uint4(h[0] | (unsigned)h[1] << 16, h[2] | (unsigned)h[3] << 16, h[4] | (unsigned)h[5] << 16,
-                               h[6] | (unsigned)h[7] << 16);
-            } else {
-                unsigned w[4] = {0, 0, 0, 0};
-#pragma unroll
-                for (int e = 0; e < 16; e++)
-                    w[e / 4] |= (unsigned)from[e] << 8 * (e % 4);
-                v = make_uint4(w[0], w[1], w[2], w[3]);
-            }
-            const dj_i64 line = (first + s) / SEGS, seg = (first + s) % SEGS;
-            *(uint4 *)(dst + line * S::PITCH + seg * DJ_SEG + 16 * c) = v;
+            const DjUnit un = dj_unit(args, first + s);
+            if (16 * c < un.length)
+                *(uint4 *)(un.dst + 16 * c) =
+                    dj_shared_unaligned16(half + s * SLOT_BYTES + ((dj_u64)un.begin & 15) + 16 * c);
         }
-        // The next round overwrites the slots.
+    };
+    dj_i64 first = (dj_i64)blockIdx.x * SLOTS;
+    if (first < UNITS)
+        load(first, buffer);
+    for (int h = 0; first < UNITS; first += step, h ^= 1) {
+        if (first + step < UNITS) {
+            load(first + step, buffer + (h ^ 1) * HALF);
+            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        }
+        __syncthreads();
+        store(first, buffer + h * HALF);
+        // The round after next loads into this half.
         __syncthreads();
     }
 }
@@ -321,11 +369,8 @@ template <class S, unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &
 // The copies of the staged operands, through the pipeline's stages (not yet in use).
 __device__ __forceinline__ void dj_stage_operands(const DjArgs &args, unsigned char *stages)
 {
-    constexpr unsigned BUFFER = DJ_STAGES * (DJ_A_STAGE + DJ_B_STAGE);
-    if constexpr (DjStageA::STAGED)
-        dj_stage_copy<DjStageA, BUFFER>(args, stages);
-    if constexpr (DjStageB::STAGED)
-        dj_stage_copy<DjStageB, BUFFER>(args, stages);
+    if constexpr (DjStageA::STAGED || DjStageB::STAGED)
+        dj_stage_copy<DJ_STAGES * (DJ_A_STAGE + DJ_B_STAGE)>(args, stages);
 }
 
 // Every CTA of the grid, its staged copies written: the writes made visible to the TMA
