@@ -39,6 +39,10 @@ enum {
     TILE_K_BYTES = 128,
     /* The streaming multiprocessors of an H100/H200, one resident CTA each. */
     SM_COUNT = 132,
+    /* A K extent below which a problem of few tiles goes to the sm_80 engine (sm90_defer). */
+    SHORT_K = 1024,
+    /* A K extent above which tiles of few rows go to the sm_80 engine too (sm90_defer). */
+    LONG_K = 8192,
     /* Tile rows (or columns) walked together, for L2 locality. */
     GROUP = 8,
     THREADS = 384,
@@ -349,11 +353,15 @@ static void sm90_knob_name(int knob, char *buf, size_t size)
              kn.staged ? "_staged" : "", kn.cluster == 2 ? "_mc2" : "");
 }
 
-/* The share of the persistent grid's tile slots (one per SM per round) that hold a tile. */
-static double wave_efficiency(int64_t work)
+/* The share of the persistent grid's tile slots (one per SM per round) that hold a tile of
+ * the matrix: a cluster's tile past M takes a slot and does nothing useful (at M = 1 the
+ * clustered plans run twice the CTAs of the others on the same work). */
+static double wave_efficiency(const problem_t *p, const knob_t *kn)
 {
+    int64_t work = p->batch * tiles_of(p, kn);
+    int64_t useful = p->batch * ((p->m + TILE_M - 1) / TILE_M) * ((p->n + kn->bn - 1) / kn->bn);
     int64_t rounds = (work + SM_COUNT - 1) / SM_COUNT;
-    return (double)work / (double)(rounds * SM_COUNT);
+    return (double)useful / (double)(rounds * SM_COUNT);
 }
 
 /* How far each stage count ranks behind four, from the H200: at 4096^3 bf16 128x256 took
@@ -401,12 +409,26 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
            (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
 }
 
+/* Microseconds for the tiles of a problem of 64 rows or fewer to stream B: each CTA reads
+ * its bn columns of B over the whole K at about 47 GB/s, and all of them together reach
+ * about 2.5 TB/s. On the H200 (B an nn.Linear weight, bf16): 1x4096x4096 took 22.2 us on 32
+ * 128x128 tiles and 41.8 on 16 128x256 ones (1 and 2 MB a CTA); 1x14336x4096 64.1 on 112
+ * 128x128 tiles and 47.6 on 56 128x256 ones (117 MB in all), 16x14336x4096 60.3 and 46.1. */
+static double stream_time(const problem_t *p, const knob_t *kn)
+{
+    double per_cta = (double)kn->bn * (double)p->k * p->esize / 47.0e3;
+    double all = (double)p->batch * (double)p->n * (double)p->k * p->esize / 2.5e6;
+    return per_cta > all ? per_cta : all;
+}
+
 /* Mode A's rule within the engine: the tile whose rounds over the SMs waste the least and
  * that pads the matrix least, where the narrow tile counts as ten points of wave
  * efficiency lost (it reloads its operands twice as often: on the H200 at 4096^3 bf16
  * 128x128 took 213 us against 128x256's 175, and at 8x4096^3 with bias and relu 1745 against
  * 1514, though its 63 rounds were fuller than 128x256's 32), then the stage count that
- * measured fastest, then the tile order grouped along M, then the variant. */
+ * measured fastest, then the tile order grouped along M, then the variant.
+ * With 64 rows or fewer (a linear layer on a few tokens) the tiles only stream B, and the
+ * rule is the time of that instead (stream_time). */
 static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -414,16 +436,25 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &p, why, sizeof why))
         return 1e30;
+    double ranks = stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
+    if (2 * p.m <= TILE_M)
+        return stream_time(&p, &kn) + (kn.bn == 256 ? 0 : 0.5) + ranks;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
-    return (1.0 - wave_efficiency(p.batch * tiles_of(&p, &kn))) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 10) +
-           stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
+    return (1.0 - wave_efficiency(&p, &kn)) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 10) + ranks;
 }
 
-/* Mode A: a problem of fewer 128x128 tiles than half the SMs (seed 000's 4x64x64x128, say)
- * leaves most of the GPU idle whatever the tile, and one of 64 rows or fewer (a linear layer
- * on a few tokens) leaves most of every tile's rows empty while it streams B: the sm_80
- * engine's smaller tiles and split-K spread such problems wider, so its plans rank first
- * there (on the H200 1x14336x4096 bf16 took 69 us on this engine's 128x256 tile). */
+/* Mode A: a problem of fewer 128x128 tiles than half the SMs and a short K walk (seed
+ * 000's 4x64x64x128, 1000x77x1000) leaves most of the GPU idle whatever the tile and costs
+ * little more than the launch and the pipeline's fill, which the sm_80 engine's smaller
+ * tiles and split-K do cheaper, so its plans rank first there. With a longer K walk, the
+ * few tiles stream their operands faster than the sm_80 engine's many: on the H200 a linear
+ * layer (B an nn.Linear weight) of 4096x4096 took 22.2 us on 32 128x128 tiles at M = 1 (sm_80
+ * engine: 25.1 to 26.6 on 32x32 tiles, 22.3 split in two), 22.9 at M = 16 (23.4) and 23.0 at
+ * M = 128 (34.6). Fewer than an eighth of the SMs' worth of tiles (64x64x8192's one) walk
+ * even a long K too slowly without the sm_80 engine's split-K, and so do tiles that only
+ * stream B (64 rows or fewer) over more than 8192 of K: 1x4096x14336 took 86.2 us on 32
+ * 128x128 tiles against 51.7 split four ways on the sm_80 engine, 16x4096x14336 83.0 against
+ * 55.1 (with 128 rows the tiles won, 71.1 against 105.5). */
 static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -432,7 +463,8 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (!describe(g, grp, &p, why, sizeof why))
         return true;
     knob_t narrow = {128, 4, false, false, 1};
-    return p.batch * tiles_of(&p, &narrow) < SM_COUNT / 2 || 2 * p.m <= TILE_M;
+    int64_t tiles = p.batch * tiles_of(&p, &narrow);
+    return tiles < SM_COUNT / 2 && (p.k < SHORT_K || tiles < SM_COUNT / 8 || (2 * p.m <= TILE_M && p.k > LONG_K));
 }
 
 /* dj_<name>_batch_coords(b, c): the batch coordinates of batch entry b in the operand's
