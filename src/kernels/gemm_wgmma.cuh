@@ -299,54 +299,56 @@ __device__ __forceinline__ uint4 dj_shared_unaligned16(const unsigned char *from
 // at byte S::OFFSET, lines S::PITCH bytes apart, through `buffer` (BUFFER bytes of shared
 // memory, 16-byte aligned) in two halves: while the threads write one round's units from
 // one half, the next round's loads are already in flight into the other. A round is SLOTS
-// units per CTA: all threads read the aligned 16-byte pieces that hold each unit's bytes
-// into its slot (by cp.async, which keeps them in flight without holding registers; the
-// pieces cut by the unit's ends byte by byte, so that nothing outside the tensor is read),
-// then write the unit's bytes, shifted to the slot's start, as 16-byte stores (the last one
-// may run into the line's padding, which TMA never reads).
+// units per CTA, each taken by one warp (which works out where the unit lies once, not per
+// piece): its lanes read the aligned 16-byte pieces that hold the unit's bytes into its slot
+// (by cp.async, which keeps them in flight without holding registers; the pieces cut by the
+// unit's ends byte by byte, so that nothing outside the tensor is read), then write the
+// unit's bytes, shifted to the slot's start, as 16-byte stores (the last one may run into
+// the line's padding, which TMA never reads).
 template <unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, unsigned char *buffer)
 {
     constexpr dj_i64 UNITS = DjSegs<DjStageA>::UNITS + DjSegs<DjStageB>::UNITS;
     constexpr int SEG = DjSegs<DjStageA>::SEG > DjSegs<DjStageB>::SEG ? DjSegs<DjStageA>::SEG : DjSegs<DjStageB>::SEG;
-    constexpr int SLOT_BYTES = SEG + 16, PIECES = SLOT_BYTES / 16, HALF = (int)(BUFFER / 2 / 16 * 16);
+    constexpr int SLOT_BYTES = SEG + 16, HALF = (int)(BUFFER / 2 / 16 * 16), WARPS = DJ_THREADS / 32;
     constexpr int SLOTS = HALF / SLOT_BYTES;
     static_assert(SLOTS >= 1, "each half of the pipeline's stages holds at least one unit");
+    const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
     const dj_i64 step = (dj_i64)gridDim.x * SLOTS;
     auto load = [&](dj_i64 first, unsigned char *half) {
-        for (int q = (int)threadIdx.x; q < SLOTS * PIECES; q += DJ_THREADS) {
-            const int s = q / PIECES;
-            if (first + s >= UNITS)
-                break;
+        for (int s = warp; s < SLOTS && first + s < UNITS; s += WARPS) {
             const DjUnit un = dj_unit(args, first + s);
-            const unsigned char *at = (const unsigned char *)((dj_u64)un.begin & ~(dj_u64)15) + 16 * (q % PIECES);
-            unsigned char *to = half + s * SLOT_BYTES + 16 * (q % PIECES);
-            if (at >= un.begin && at + 16 <= un.begin + un.length) {
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dj_smem_u32(to)), "l"(at) : "memory");
-            } else {
-                // Every byte's load first, then the stores: loads and stores in turn would
-                // wait for memory sixteen times (they may alias, for all the compiler knows),
-                // and the whole round with them.
-                unsigned char v[16];
+            const unsigned char *base = (const unsigned char *)((dj_u64)un.begin & ~(dj_u64)15);
+            const unsigned char *end = un.begin + un.length;
+            unsigned char *slot = half + s * SLOT_BYTES;
+            for (int q = lane; base + 16 * q < end; q += 32) {
+                const unsigned char *at = base + 16 * q;
+                unsigned char *to = slot + 16 * q;
+                if (at >= un.begin && at + 16 <= end) {
+                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dj_smem_u32(to)), "l"(at)
+                                 : "memory");
+                } else {
+                    // Every byte's load first, then the stores: loads and stores in turn
+                    // would wait for memory sixteen times (they may alias, for all the
+                    // compiler knows), and the whole round with them.
+                    unsigned char v[16];
 #pragma unroll
-                for (int b = 0; b < 16; b++)
-                    v[b] = at + b >= un.begin && at + b < un.begin + un.length ? at[b] : 0;
+                    for (int b = 0; b < 16; b++)
+                        v[b] = at + b >= un.begin && at + b < end ? at[b] : 0;
 #pragma unroll
-                for (int b = 0; b < 16; b++)
-                    if (at + b >= un.begin && at + b < un.begin + un.length)
-                        to[b] = v[b];
+                    for (int b = 0; b < 16; b++)
+                        if (at + b >= un.begin && at + b < end)
+                            to[b] = v[b];
+                }
             }
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
     auto store = [&](dj_i64 first, const unsigned char *half) {
-        for (int q = (int)threadIdx.x; q < SLOTS * (SEG / 16); q += DJ_THREADS) {
-            const int s = q / (SEG / 16), c = q % (SEG / 16);
-            if (first + s >= UNITS)
-                break;
+        for (int s = warp; s < SLOTS && first + s < UNITS; s += WARPS) {
             const DjUnit un = dj_unit(args, first + s);
-            if (16 * c < un.length)
-                *(uint4 *)(un.dst + 16 * c) =
-                    dj_shared_unaligned16(half + s * SLOT_BYTES + ((dj_u64)un.begin & 15) + 16 * c);
+            const unsigned char *from = half + s * SLOT_BYTES + ((dj_u64)un.begin & 15);
+            for (int c = lane; 16 * c < un.length; c += 32)
+                *(uint4 *)(un.dst + 16 * c) = dj_shared_unaligned16(from + 16 * c);
         }
     };
     dj_i64 first = (dj_i64)blockIdx.x * SLOTS;
