@@ -444,7 +444,7 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 }
 
 /* Mode A: a problem of fewer 128x128 tiles than half the SMs and a short K walk (seed
- * 000's 4x64x64x128, 1000x77x1000) leaves most of the GPU idle whatever the tile and costs
+ * 000's 4x64x64x128) leaves most of the GPU idle whatever the tile and costs
  * little more than the launch and the pipeline's fill, which the sm_80 engine's smaller
  * tiles and split-K do cheaper, so its plans rank first there. With a longer K walk, the
  * few tiles stream their operands faster than the sm_80 engine's many: on the H200 a linear
@@ -454,7 +454,10 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
  * even a long K too slowly without the sm_80 engine's split-K, and so do tiles that only
  * stream B (64 rows or fewer) over more than 8192 of K: 1x4096x14336 took 86.2 us on 32
  * 128x128 tiles against 51.7 split four ways on the sm_80 engine, 16x4096x14336 83.0 against
- * 55.1 (with 128 rows the tiles won, 71.1 against 105.5). */
+ * 55.1 (with 128 rows the tiles won, 71.1 against 105.5). None of this holds for operands
+ * this engine stages (strides TMA cannot take), which the sm_80 engine loads element by
+ * element: 1000x77x1000 (B's rows 154 bytes apart) took 66.8 us there on 32x32 tiles, and
+ * 36.9 here on eight 128x128 ones. */
 static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -464,7 +467,8 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
         return true;
     knob_t narrow = {128, 4, false, false, 1};
     int64_t tiles = p.batch * tiles_of(&p, &narrow);
-    return tiles < SM_COUNT / 2 && (p.k < SHORT_K || tiles < SM_COUNT / 8 || (2 * p.m <= TILE_M && p.k > LONG_K));
+    return !p.scratch && tiles < SM_COUNT / 2 &&
+           (p.k < SHORT_K || tiles < SM_COUNT / 8 || (2 * p.m <= TILE_M && p.k > LONG_K));
 }
 
 /* dj_<name>_batch_coords(b, c): the batch coordinates of batch entry b in the operand's
