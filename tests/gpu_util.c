@@ -64,14 +64,7 @@ int tu_gpu_main(const struct CMUnitTest *tests, size_t count, int argc, char **a
 
 dnnjit_graph_t tu_gpu_graph(dnnjit_data_type_t io_type)
 {
-    dnnjit_graph_t g = NULL;
-    TU_OK(dnnjit_graph_create(device_handle,
-                              &(dnnjit_graph_attr_t){.name = "gpu-test",
-                                                     .io_data_type = io_type,
-                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
-                                                     .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
-                              &g));
-    return g;
+    return tu_graph_on(device_handle, "gpu-test", io_type, DNNJIT_DATA_TYPE_FLOAT);
 }
 
 double tu_tolerance(dnnjit_data_type_t io_type)

@@ -18,18 +18,6 @@ static const dnnjit_data_type_t io_types[] = {DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DAT
                                               DNNJIT_DATA_TYPE_BFLOAT16};
 enum { IO_TYPE_COUNT = sizeof io_types / sizeof io_types[0] };
 
-static dnnjit_graph_t graph_with(dnnjit_data_type_t io, dnnjit_data_type_t compute)
-{
-    dnnjit_graph_t g = NULL;
-    TU_OK(dnnjit_graph_create(NULL,
-                              &(dnnjit_graph_attr_t){.name = "fallback",
-                                                     .io_data_type = io,
-                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
-                                                     .compute_data_type = compute},
-                              &g));
-    return g;
-}
-
 static dnnjit_tensor_t scalar(dnnjit_graph_t g, const char *name, bool has_value, double value)
 {
     dnnjit_tensor_t t = 0;
@@ -109,7 +97,7 @@ static int64_t check_graph(dnnjit_graph_t g, const char *expect)
  * also written. */
 static dnnjit_graph_t gemm_graph(dnnjit_data_type_t io, dnnjit_data_type_t compute)
 {
-    dnnjit_graph_t g = graph_with(io, compute);
+    dnnjit_graph_t g = tu_graph_on(NULL, "fallback", io, compute);
     dnnjit_tensor_t a = tu_tensor(g, "A", 4, TU_DIMS(2, 1, 16, 24), TU_DIMS(1000, 1000, 1, 20), 0);
     dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(3, 24, 8), NULL, 0);
     dnnjit_tensor_t bias = tu_tensor(g, "bias", 1, TU_DIMS(8), NULL, 0);
@@ -138,7 +126,7 @@ static void gemm_with_prologues(void **state)
 {
     (void)state;
     for (int i = 0; i < IO_TYPE_COUNT; i++) {
-        dnnjit_graph_t g = graph_with(io_types[i], DNNJIT_DATA_TYPE_FLOAT);
+        dnnjit_graph_t g = tu_graph_on(NULL, "fallback", io_types[i], DNNJIT_DATA_TYPE_FLOAT);
         dnnjit_tensor_t x = tu_tensor(g, "X", 3, TU_DIMS(2, 7, 5), NULL, 0);
         dnnjit_tensor_t w = tu_tensor(g, "W", 2, TU_DIMS(5, 3), NULL, 0);
         dnnjit_tensor_t scale = tu_tensor(g, "scale", 2, TU_DIMS(1, 3), NULL, 0), a, b, c;

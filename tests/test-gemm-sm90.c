@@ -30,13 +30,7 @@ typedef struct shape {
 /* relu(A @ B + bias) over the given shape. */
 static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, dnnjit_data_type_t io, dnnjit_data_type_t compute, shape_t s)
 {
-    dnnjit_graph_t g = NULL;
-    TU_OK(dnnjit_graph_create(h,
-                              &(dnnjit_graph_attr_t){.name = "gemm",
-                                                     .io_data_type = io,
-                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
-                                                     .compute_data_type = compute},
-                              &g));
+    dnnjit_graph_t g = tu_graph_on(h, "gemm", io, compute);
     int64_t lda = s.lda ? s.lda : s.k;
     int64_t sa[3] = {s.a_col ? s.m * s.k : s.m * lda, s.a_col ? 1 : lda, s.a_col ? s.m : 1};
     int64_t sb[3] = {s.k * s.n, s.b_col ? 1 : s.n, s.b_col ? s.k : 1};
@@ -290,13 +284,7 @@ static void sass_has_hgmma_and_utmaldg(void **state)
 static dnnjit_graph_t fp8_graph(dnnjit_handle_t h, dnnjit_data_type_t ta, dnnjit_data_type_t tb, int64_t m, int64_t n,
                                 int64_t k)
 {
-    dnnjit_graph_t g = NULL;
-    TU_OK(dnnjit_graph_create(h,
-                              &(dnnjit_graph_attr_t){.name = "fp8",
-                                                     .io_data_type = DNNJIT_DATA_TYPE_BFLOAT16,
-                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
-                                                     .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
-                              &g));
+    dnnjit_graph_t g = tu_graph_on(h, "fp8", DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, m, k), NULL, ta);
     dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, k, n), TU_DIMS(k * n, 1, k), tb), c;
     dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);

@@ -24,13 +24,7 @@ typedef struct shape {
 /* relu(A @ B + bias) over the given shape; A and B row- or column-major. */
 static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, dnnjit_data_type_t io, dnnjit_data_type_t compute, shape_t s)
 {
-    dnnjit_graph_t g = NULL;
-    TU_OK(dnnjit_graph_create(h,
-                              &(dnnjit_graph_attr_t){.name = "gemm",
-                                                     .io_data_type = io,
-                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
-                                                     .compute_data_type = compute},
-                              &g));
+    dnnjit_graph_t g = tu_graph_on(h, "gemm", io, compute);
     int64_t sa[3] = {s.m * s.k, s.a_col ? 1 : s.k, s.a_col ? s.m : 1};
     int64_t sb[3] = {s.k * s.n, s.b_col ? 1 : s.n, s.b_col ? s.k : 1};
     dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(s.batch, s.m, s.k), sa, 0);

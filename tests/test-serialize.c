@@ -45,22 +45,10 @@ static int teardown(void **state)
 
 /* ---- graphs ---- */
 
-static dnnjit_graph_t new_graph(dnnjit_handle_t h, const char *name, dnnjit_data_type_t io)
-{
-    dnnjit_graph_t g;
-    TU_OK(dnnjit_graph_create(h,
-                              &(dnnjit_graph_attr_t){.name = name,
-                                                     .io_data_type = io,
-                                                     .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
-                                                     .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
-                              &g));
-    return g;
-}
-
 /* Seed 000: C[b] = A[b] @ B[b], half in, float compute, B=4 M=64 K=128 N=64. */
 static dnnjit_graph_t seed000(dnnjit_handle_t h)
 {
-    dnnjit_graph_t g = new_graph(h, "jit_matmul_graph", DNNJIT_DATA_TYPE_HALF);
+    dnnjit_graph_t g = tu_graph_on(h, "jit_matmul_graph", DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(4, 64, 128), NULL, 0);
     dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(4, 128, 64), NULL, 0);
     dnnjit_tensor_t c;
@@ -72,7 +60,7 @@ static dnnjit_graph_t seed000(dnnjit_handle_t h)
 /* y = sigmoid(a * s + b) on 1000 halves, s a pass-by-value float (a scalar slot). */
 static dnnjit_graph_t pointwise(dnnjit_handle_t h)
 {
-    dnnjit_graph_t g = new_graph(h, "pointwise", DNNJIT_DATA_TYPE_HALF);
+    dnnjit_graph_t g = tu_graph_on(h, "pointwise", DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = tu_tensor(g, "a", 1, TU_DIMS(1000), NULL, 0);
     dnnjit_tensor_t b = tu_tensor(g, "b", 1, TU_DIMS(1000), NULL, 0);
     dnnjit_tensor_t s, as, u, y;
@@ -89,7 +77,7 @@ static dnnjit_graph_t pointwise(dnnjit_handle_t h)
 /* S = softmax(A @ B): two kernels, the product crossing them through the workspace. */
 static dnnjit_graph_t two_kernels(dnnjit_handle_t h)
 {
-    dnnjit_graph_t g = new_graph(h, "two_kernels", DNNJIT_DATA_TYPE_FLOAT);
+    dnnjit_graph_t g = tu_graph_on(h, "two_kernels", DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = tu_tensor(g, "A", 2, TU_DIMS(7, 33), NULL, 0);
     dnnjit_tensor_t b = tu_tensor(g, "B", 2, TU_DIMS(33, 5), NULL, 0);
     dnnjit_tensor_t c, s;
@@ -361,7 +349,7 @@ static void pointwise_round_trip(void **state)
 static void split_k_round_trip(void **state)
 {
     (void)state;
-    dnnjit_graph_t g = new_graph(sm90, "split_k", DNNJIT_DATA_TYPE_HALF);
+    dnnjit_graph_t g = tu_graph_on(sm90, "split_k", DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, 64, 4096), NULL, 0);
     dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 4096, 64), NULL, 0);
     dnnjit_tensor_t c;

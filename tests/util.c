@@ -16,16 +16,22 @@ void tu_expect_failure(dnnjit_status_t got, dnnjit_status_t want, const char *fr
         fail_msg("%s:%d: %s: message \"%s\" lacks \"%s\"", file, line, what, msg, fragment);
 }
 
-dnnjit_graph_t tu_graph(dnnjit_data_type_t io_type)
+dnnjit_graph_t tu_graph_on(dnnjit_handle_t h, const char *name, dnnjit_data_type_t io_type,
+                           dnnjit_data_type_t compute_type)
 {
     dnnjit_graph_t g = NULL;
-    TU_OK(dnnjit_graph_create(NULL,
-                              &(dnnjit_graph_attr_t){.name = "test",
+    TU_OK(dnnjit_graph_create(h,
+                              &(dnnjit_graph_attr_t){.name = name,
                                                      .io_data_type = io_type,
                                                      .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT,
-                                                     .compute_data_type = DNNJIT_DATA_TYPE_FLOAT},
+                                                     .compute_data_type = compute_type},
                               &g));
     return g;
+}
+
+dnnjit_graph_t tu_graph(dnnjit_data_type_t io_type)
+{
+    return tu_graph_on(NULL, "test", io_type, DNNJIT_DATA_TYPE_FLOAT);
 }
 
 char *tu_first_plan(dnnjit_graph_t g, dnnjit_heur_mode_t mode)

@@ -25,7 +25,12 @@
 void tu_expect_failure(dnnjit_status_t got, dnnjit_status_t want, const char *fragment, const char *what,
                        const char *file, int line);
 
-/* A graph with io HALF / intermediate FLOAT / compute FLOAT (NULL handle). */
+/* A graph named `name` on handle `h` (NULL: none) with the given io and compute types and
+ * FLOAT intermediates. */
+dnnjit_graph_t tu_graph_on(dnnjit_handle_t h, const char *name, dnnjit_data_type_t io_type,
+                           dnnjit_data_type_t compute_type);
+
+/* A graph with io `io_type` / intermediate FLOAT / compute FLOAT (NULL handle). */
 dnnjit_graph_t tu_graph(dnnjit_data_type_t io_type);
 
 /* Adds an input tensor with packed strides (stride NULL) or the given ones. */
