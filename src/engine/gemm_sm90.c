@@ -358,8 +358,9 @@ static void sm90_knob_name(int knob, char *buf, size_t size)
  * clustered plans run twice the CTAs of the others on the same work). */
 static double wave_efficiency(const problem_t *p, const knob_t *kn)
 {
-    int64_t work = p->batch * tiles_of(p, kn);
-    int64_t useful = p->batch * ((p->m + TILE_M - 1) / TILE_M) * ((p->n + kn->bn - 1) / kn->bn);
+    knob_t alone = *kn;
+    alone.cluster = 1;
+    int64_t work = p->batch * tiles_of(p, kn), useful = p->batch * tiles_of(p, &alone);
     int64_t rounds = (work + SM_COUNT - 1) / SM_COUNT;
     return (double)useful / (double)(rounds * SM_COUNT);
 }
@@ -409,6 +410,13 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
            (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
 }
 
+/* Whether the problem has 64 rows or fewer (a linear layer on a few tokens): its tiles,
+ * mostly empty rows, do little but stream B. */
+static bool streams_b(const problem_t *p)
+{
+    return 2 * p->m <= TILE_M;
+}
+
 /* Microseconds for the tiles of a problem of 64 rows or fewer to stream B: each CTA reads
  * its bn columns of B over the whole K at about 47 GB/s, and all of them together reach
  * about 2.5 TB/s. On the H200 (B an nn.Linear weight, bf16): 1x4096x4096 took 22.2 us on 32
@@ -437,7 +445,7 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (!describe(g, grp, &p, why, sizeof why))
         return 1e30;
     double ranks = stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
-    if (2 * p.m <= TILE_M)
+    if (streams_b(&p))
         return stream_time(&p, &kn) + (kn.bn == 256 ? 0 : 0.5) + ranks;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
     return (1.0 - wave_efficiency(&p, &kn)) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 10) + ranks;
@@ -468,7 +476,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t narrow = {128, 4, false, false, 1};
     int64_t tiles = p.batch * tiles_of(&p, &narrow);
     return !p.scratch && tiles < SM_COUNT / 2 &&
-           (p.k < SHORT_K || tiles < SM_COUNT / 8 || (2 * p.m <= TILE_M && p.k > LONG_K));
+           (p.k < SHORT_K || tiles < SM_COUNT / 8 || (streams_b(&p) && p.k > LONG_K));
 }
 
 /* dj_<name>_batch_coords(b, c): the batch coordinates of batch entry b in the operand's
