@@ -329,7 +329,7 @@ template <unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, uns
                 } else {
                     // Every byte's load first, then the stores: loads and stores in turn
                     // would wait for memory sixteen times (they may alias, for all the
-                    // compiler knows), and the whole round with them.
+                    // compiler knows).
                     unsigned char v[16];
 #pragma unroll
                     for (int b = 0; b < 16; b++)
