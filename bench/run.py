@@ -5,12 +5,14 @@ ratios.
 
     python3 bench/run.py --build build-gpu --out DIR [--commit SHA] [--no-rows] [--rows-all-plans]
                          [--gemm-sweep-all-plans]
-    python3 bench/run.py --readme bench/results/FILE.json   # rewrite README.md's table
+    python3 bench/run.py --readme bench/results/FILE.json   # rewrite README.md's tables and plot
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -212,8 +214,17 @@ def main():
     print(table(result))
 
 
-def table(result):
-    """The README table, from a result file."""
+# The GEMM cases of the first table: result key, label, and each torch peer's name and field.
+GEMM_ROWS = [
+    ("gemm_4096_bf16", "GEMM 4096³ bf16", {"cuBLAS (torch.matmul)": "cublas_us"}),
+    ("bmm_bias_relu_8x4096_bf16", "bmm + bias + relu 8×4096³ bf16",
+     {"eager": "torch_eager_us", "baddbmm+relu": "torch_baddbmm_us", "compile": "torch_compile_us"}),
+    ("gemm_8192_fp8_e4m3", "GEMM 8192³ fp8 E4M3 × scale → bf16", {"torch._scaled_mm": "torch_scaled_mm_us"}),
+]
+
+
+def table(result, figure=""):
+    """The README table, from a result file, with `figure` (Markdown) after the GEMM tables."""
     c = result["cases"]
     pw = c["sigmoid_fma_64M_half"]
     rows = [
@@ -223,11 +234,7 @@ def table(result):
         small_row(c, "seed000_bmm_half", "seed 000 bmm 4x64x128x64 half", "torch.bmm", "torch_bmm_us"),
         small_row(c, "seed004_matmul_bias_half", "seed 004 bmm + bias 16x128x512x128 half", "torch bmm + add",
                   "torch_us"),
-        gemm_row(c, "gemm_4096_bf16", "GEMM 4096³ bf16", {"cuBLAS (torch.matmul)": "cublas_us"}),
-        gemm_row(c, "bmm_bias_relu_8x4096_bf16", "bmm + bias + relu 8×4096³ bf16",
-                 {"eager": "torch_eager_us", "baddbmm+relu": "torch_baddbmm_us", "compile": "torch_compile_us"}),
-        gemm_row(c, "gemm_8192_fp8_e4m3", "GEMM 8192³ fp8 E4M3 × scale → bf16",
-                 {"torch._scaled_mm": "torch_scaled_mm_us"}),
+        *(gemm_row(c, *row) for row in GEMM_ROWS),
         ("cold build (generate + NVRTC + load)", f"{c['build_cold']['us'] / 1e3:.1f} ms", ""),
         ("build, warm disk cache (new process)", f"{c['build_warm_disk_cache']['us'] / 1e3:.2f} ms", ""),
         ("build, warm memory cache", f"{c['build_warm_memory_cache']['us']:.0f} µs", ""),
@@ -243,6 +250,8 @@ def table(result):
     lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
     if sweep_cases(c):
         lines += ["", sweep_table(c)]
+    if figure:
+        lines += ["", figure]
     if any(case.startswith("rows/") for case in c):
         lines += ["", rows_table(c)]
     return "\n".join(lines)
@@ -296,6 +305,78 @@ def sweep_table(c):
             theirs = ratio = ""
         lines.append(f"| {name[len('gemm_sweep/'):]} | {ours} | {case['plan']} | {theirs} | {ratio} |")
     return "\n".join(lines)
+
+
+# ---- the plot (issue 5): the GEMM tables' ratios as bars, drawn into README ----------------
+
+PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "gemm.svg")
+
+
+def gemm_ratios(c):
+    """(label, torch time / dnnjit time) for each GEMM case with a peer, in the tables' order:
+    the sweep's shapes against cuBLAS, then the first table's GEMM rows against their fastest
+    torch peer, which the label names."""
+    bars = [(name[len("gemm_sweep/"):], case["cublas_us"] / case["us"])
+            for name, case in sweep_cases(c).items() if "cublas_us" in case]
+    for key, label, peers in GEMM_ROWS:
+        case = c.get(key, {})
+        timed = [(case[field], name) for name, field in peers.items() if field in case]
+        if timed:
+            us, name = min(timed)
+            bars.append((f"{label} vs {name}", us / case["us"]))
+    return bars
+
+
+def plot_gemm(result, bars, path):
+    """Draws the ratios as bars from 1 on a log axis, where 2× faster and 2× slower are as
+    long, and writes an SVG with its text as text and without a date, matplotlib's version or
+    random ids, so that drawing the same results again changes no byte."""
+    import matplotlib
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    labels, ratios = zip(*bars)
+    fig = Figure(figsize=(9, 1.3 + 0.28 * len(bars)), layout="constrained")
+    ax = fig.add_subplot()
+    rows = range(len(bars))
+    ax.barh(rows, [r - 1 for r in ratios], left=1, color=["tab:green" if r >= 1 else "tab:orange" for r in ratios])
+    ax.axvline(1, color="black", linewidth=0.8)
+    for row, r in zip(rows, ratios):
+        ax.annotate(f"{r:.2f}×", (r, row), xytext=(3 if r >= 1 else -3, 0), textcoords="offset points",
+                    ha="left" if r >= 1 else "right", va="center", fontsize=8)
+    ax.set_yticks(list(rows), labels, fontsize=9)
+    ax.set_ylim(len(bars) - 0.5, -0.5)  # top to bottom in the tables' order, without margins
+    # The axis is as wide on both sides of 1, with room for the bars' labels, and ticked at
+    # powers of two.
+    reach = 1.3 * max(max(ratios), 1 / min(ratios))
+    ax.set_xscale("log")
+    ax.set_xlim(1 / reach, reach)
+    ax.xaxis.set_major_locator(FixedLocator([2.0 ** e for e in range(-6, 7) if 1 / reach <= 2.0 ** e <= reach]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_xlabel("torch time / dnnjit time (mode A's plan; above 1: dnnjit is faster)")
+    ax.set_title(f"dnnjit GEMM against torch (cuBLAS) on {result['device']} ({result['arch']})\n"
+                 f"commit {result['commit']}, measured {result['date']}", fontsize=10)
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dnnjit"}):
+        fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
+
+
+def readme_figure(result, source, readme_dir, old_block):
+    """README's figure: the plot of the GEMM ratios, drawn anew from the result file, with a
+    caption naming that file. Without matplotlib the SVG stays as it is, so the figure README
+    already has is kept, its caption still naming the file the SVG was drawn from."""
+    bars = gemm_ratios(result["cases"])
+    if not bars:
+        return ""
+    if importlib.util.find_spec("matplotlib") is None:
+        print(f"matplotlib is not installed (pip install matplotlib): README's tables are rewritten, but not "
+              f"{os.path.relpath(PLOT)} or README's figure of it", file=sys.stderr)
+        old = re.search(r"^!\[.*\n\n.*", old_block, re.M)
+        return old.group(0) if old else ""
+    plot_gemm(result, bars, PLOT)
+    return (f"![torch time / dnnjit time on each GEMM case]({os.path.relpath(PLOT, readme_dir)})\n\n"
+            f"The tables' GEMM ratios, drawn from `{source}` by `python3 bench/run.py --readme`.")
 
 
 # ---- row ops (issue 6): softmax, layer norm, RMS norm, add + RMS norm, backwards ----------
@@ -395,8 +476,8 @@ def gemm_row(cases, key, label, peers):
 
 
 def update_readme(result_path):
-    """Replaces the text between the benchmark markers of README.md with the table of a
-    result file."""
+    """Replaces the text between the benchmark markers of README.md with the tables of a
+    result file and the plot of its GEMM ratios."""
     with open(result_path) as f:
         result = json.load(f)
     readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
@@ -404,10 +485,11 @@ def update_readme(result_path):
         text = f.read()
     begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
     head, rest = text.split(begin)
-    _, tail = rest.split(end)
+    block, tail = rest.split(end)
     source = os.path.relpath(result_path, os.path.dirname(readme))
+    figure = readme_figure(result, source, os.path.dirname(readme), block)
     with open(readme, "w") as f:
-        f.write(f"{head}{begin}\n{table(result)}\n\nFrom `{source}`.\n{end}{tail}")
+        f.write(f"{head}{begin}\n{table(result, figure)}\n\nFrom `{source}`.\n{end}{tail}")
 
 
 if __name__ == "__main__":
