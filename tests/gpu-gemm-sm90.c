@@ -3,7 +3,7 @@
  * fp8 (E4M3, E5M2, with a per-tensor scale);
  * odd M, N and K; strides TMA cannot take (the kernel's staged copies); A and B K-major
  * and M/N-major;
- * broadcast and 4-D batches; the direct, staged and clustered variants; fused epilogues
+ * broadcast and 4-D batches; the direct, staged, clustered and split-K variants; fused epilogues
  * (bias + relu, row bias + residual + tanh, scale and cast); every knob at 256^3 and at
  * 4096^3 (there on sampled rows, computed here in float64, with every element checked
  * written); the refusal of a buffer TMA cannot address, and autotune passing over the plans
@@ -55,9 +55,10 @@ static dnnjit_graph_t build_case(const gemm_case_t *c)
     return g;
 }
 
-/* Runs the graph's sm_90 plans (every one, or the first `limit`) against the reference,
- * held to the 16-bit (and fp8) inputs' relative error of 1e-2; fails when there is none. */
-static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit)
+/* Runs the graph's sm_90 plans (every one, or the first `limit`; only those whose name
+ * holds `only`, when not NULL) against the reference, held to the 16-bit (and fp8) inputs'
+ * relative error of 1e-2; fails when there is none. */
+static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit, const char *only)
 {
     static uint64_t rng = 0x3c6ef372fe94f82bull;
     static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
@@ -68,7 +69,7 @@ static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit)
     for (int64_t p = 0; p < plans && (!limit || ran < limit); p++) {
         char *name = NULL;
         TU_OK(dnnjit_graph_get_plan_name(g, p, &name));
-        if (is_sm90_plan(name)) {
+        if (is_sm90_plan(name) && (!only || strstr(name, only))) {
             TU_OK(dnnjit_graph_build_plan_at_index(g, p));
             gpu_run_result_t r;
             TU_OK(gpu_run_and_check(g, &rng, -1.0, 1.0, 0, &r));
@@ -90,7 +91,7 @@ static void run_cases(const gemm_case_t *cases, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         dnnjit_graph_t g = build_case(&cases[i]);
-        run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2);
+        run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2, NULL);
         dnnjit_graph_destroy(g);
     }
 }
@@ -167,6 +168,27 @@ static void staged_against_reference(void **state)
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Split-K, every split plan: odd M and N past the tiles' edges with a broadcast batch and
+ * bias + relu; one row (the partial sums of rows past M neither stored nor read); a second
+ * M tile of two rows; an odd K that stages A, with a row bias, residual and tanh. */
+static void split_against_reference(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
+        {"split 77x300x2048 bf16 B col bcast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 1, 77, 300, 2048, ROW, COL, TU_BIAS_RELU,
+         true},
+        {"split 1x4096x4096 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1, 4096, 4096, ROW, COL, TU_PLAIN, true},
+        {"split 130x256x1024 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 130, 256, 1024, ROW, ROW, TU_PLAIN, true},
+        {"split 100x200x4099 half staged A", DNNJIT_DATA_TYPE_HALF, 1, 1, 100, 200, 4099, ROW_UNALIGNED, ROW,
+         TU_ROW_BIAS_RESIDUAL, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = build_case(&cases[i]);
+        run_sm90_plans(g, cases[i].label, 0, "_splitk");
+        dnnjit_graph_destroy(g);
+    }
+}
+
 /* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major), the
  * product times a per-tensor scale, stored as FLOAT and as BFLOAT16. The tolerance is that
  * of 16-bit inputs, 1e-2, for both: the fp8 products are exact, but Hopper's fp8 wgmma
@@ -207,7 +229,7 @@ static void fp8_against_reference(void **state)
         TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &y));
         TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, y, scale, 0, &y));
         TU_OK(dnnjit_tensor_set_output(g, y, true));
-        run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2);
+        run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2, NULL);
         dnnjit_graph_destroy(g);
     }
 }
@@ -222,7 +244,7 @@ static void four_d_batch(void **state)
     dnnjit_tensor_t b = tu_tensor(g, "B", 4, TU_DIMS(2, 1, 80, 72), NULL, 0), c;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
     TU_OK(dnnjit_tensor_set_output(g, c, true));
-    run_sm90_plans(g, "4-D batch half", 2);
+    run_sm90_plans(g, "4-D batch half", 2, NULL);
     dnnjit_graph_destroy(g);
 }
 
@@ -442,6 +464,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(every_knob_staged),
         cmocka_unit_test(staged_against_reference),
         cmocka_unit_test(four_d_batch),
+        cmocka_unit_test(split_against_reference),
         cmocka_unit_test(fp8_against_reference),
         cmocka_unit_test(big_sampled),
     };

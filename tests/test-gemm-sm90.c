@@ -389,6 +389,8 @@ static void staged_operands(void **state)
             if (!engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why)) {
                 if (strstr(name, "_mc2"))
                     assert_non_null(strstr(why, "not combined with clusters"));
+                else if (strstr(name, "_splitk"))
+                    assert_non_null(strstr(why, "split-K"));
                 else
                     assert_non_null(strstr(name, "128x256x64_s5")); /* shared memory */
                 continue;
@@ -436,6 +438,91 @@ static void staged_operands(void **state)
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);
     }
+}
+
+/* Split-K (the staged epilogue with K split 2, 4 or 8 ways): offered only where the tiles
+ * leave SMs idle and each split walks 4 or more K tiles; a plain grid of one CTA per work
+ * item (split) up to the SMs; the scratch holds the barrier word, one arrival counter per
+ * tile (zeroed) and every split's partial tiles, then any staged copy; one plan of each
+ * split count compiles. Both a linear layer of 128 tokens and an odd K (A staged). */
+static void split_knobs(void **state)
+{
+    (void)state;
+    struct {
+        shape_t shape;
+        int64_t tiles_128, a_lines; /* 128x128 tiles; A's staged lines (0: not staged) */
+    } cases[] = {
+        {{128, 4096, 4096, 1, false, true, false, 0}, 32, 0},
+        {{100, 200, 4099, 1, false, false, false, 0}, 2, 100},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, cases[i].shape);
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        int supported = 0, compiled = 0;
+        for (int knob = 0; knob < engine->knob_count; knob++) {
+            char name[64], why[200] = "";
+            engine->knob_name(knob, name, sizeof name);
+            const char *split = strstr(name, "_splitk");
+            if (!split)
+                continue;
+            int splits = atoi(split + 7);
+            if (!engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why)) {
+                assert_non_null(strstr(name, "128x256x64_s5"));
+                assert_non_null(strstr(why, "shared memory"));
+                continue;
+            }
+            supported++;
+            bool wide = strstr(name, "128x256") != NULL;
+            int64_t tiles = wide ? cases[i].tiles_128 / 2 : cases[i].tiles_128, bn = wide ? 256 : 128;
+            dnnjit__kernel_t k;
+            TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+            char expect[64];
+            snprintf(expect, sizeof expect, "constexpr int DJ_SPLITS = %d;", splits);
+            assert_non_null(strstr(k.source, expect));
+            int64_t partials = 256 + (tiles * 4 + 255) / 256 * 256;
+            int64_t copies = partials + splits * tiles * 128 * bn * 4;
+            assert_int_equal(k.scratch_slot, k.tensor_count);
+            assert_int_equal(k.scratch_zero_bytes, partials);
+            if (cases[i].a_lines) {
+                assert_true(k.cooperative);
+                assert_int_equal(k.grid[0], 132);
+                assert_int_equal(k.tma[0].slot, k.scratch_slot);
+                assert_int_equal(k.tma[0].offset, copies);
+                assert_int_equal(k.scratch_bytes,
+                                 copies + (cases[i].a_lines * pitch_of(cases[i].shape.k, 2) + 255) / 256 * 256);
+            } else {
+                assert_false(k.cooperative);
+                assert_int_equal(k.grid[0], tiles * splits < 132 ? tiles * splits : 132);
+                assert_int_equal(k.scratch_bytes, copies);
+            }
+            if (compiled < 3 && splits == 2 << compiled) {
+                compile(&k, NULL, NULL);
+                compiled++;
+            }
+            dnnjit__kernel_free(&k);
+        }
+        /* Three split counts of the staged variant's 12 knobs, less 128x256 with five stages. */
+        assert_int_equal(supported, 3 * (12 - 2));
+        assert_int_equal(compiled, 3);
+        dnnjit__partition_free(&p);
+        dnnjit_graph_destroy(g);
+    }
+    /* 4096^3: 512 tiles of 128x256 fill the SMs alone. */
+    dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){4096, 4096, 4096, 1, false, true, false, 0});
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        char name[64], why[200] = "";
+        engine->knob_name(knob, name, sizeof name);
+        if (strstr(name, "_splitk") && !strstr(name, "128x256x64_s5")) {
+            assert_false(engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why));
+            assert_non_null(strstr(why, "already fill the 132 SMs"));
+        }
+    }
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
 }
 
 static void refusals(void **state)
@@ -513,6 +600,11 @@ static void refusals(void **state)
         char why[200] = "", name[64];
         engine->knob_name(knob, name, sizeof name);
         if (!engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why)) {
+            /* One K tile: nothing to split. */
+            if (strstr(name, "_splitk")) {
+                assert_non_null(strstr(why, "split-K"));
+                continue;
+            }
             assert_non_null(strstr(name, "128x256x64_s5"));
             assert_non_null(strstr(why, "shared memory"));
             refused++;
@@ -674,6 +766,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(refusals),
+        cmocka_unit_test(split_knobs),
         cmocka_unit_test(tensor_maps),
         cmocka_unit_test(cluster_knobs),
         cmocka_unit_test(heuristics),

@@ -11,7 +11,9 @@
  * pipeline stages, the axis along which the tile order is grouped, and a variant: the
  * epilogue straight from the accumulator registers, or staged through shared memory so that
  * each warp's stores cover whole row pieces, or staged in clusters of two CTAs (tiles
- * stacked along M) that share B's tile through TMA multicast. */
+ * stacked along M) that share B's tile through TMA multicast, or staged with K split two,
+ * four or eight ways (problems of too few tiles to fill the SMs), the split of each tile
+ * that finishes last adding the others' partial sums from the scratch. */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -33,7 +35,12 @@ enum {
     VARIANT_DIRECT = 0,
     VARIANT_STAGED = 1,
     VARIANT_CLUSTER = 2,
-    VARIANT_COUNT = 3,
+    /* Then the staged epilogue with K split 2, 4 and 8 ways. */
+    VARIANT_SPLIT2 = 3,
+    VARIANT_COUNT = 6,
+    /* A split walks at least this many K tiles: fewer would spend more on the partial
+     * sums than they save. */
+    MIN_SPLIT_KTILES = 4,
     TILE_M = 128,
     /* A K tile is one 128-byte swizzle row: 64 16-bit elements or 128 fp8 ones. */
     TILE_K_BYTES = 128,
@@ -64,13 +71,15 @@ typedef struct knob {
     bool raster_n; /* group the tile order along N instead of M */
     bool staged;   /* the epilogue goes through shared memory */
     int cluster;   /* CTAs per cluster, sharing B's tile (1 or 2) */
+    int splits;    /* split-K: the K splits of each tile */
 } knob_t;
 
 static knob_t decode(int knob)
 {
     int direct = knob % DIRECT_KNOBS, variant = knob / DIRECT_KNOBS;
     return (knob_t){TILE_N[direct / 2 / STAGE_COUNT], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
-                    variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1};
+                    variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1,
+                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1};
 }
 
 /* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N) and its tensor map:
@@ -99,7 +108,10 @@ typedef struct problem {
     int64_t m, n, k, batch;
     int esize; /* bytes per element of A and B: 2, or 1 for fp8 */
     operand_t a, b;
-    int64_t scratch; /* bytes: the grid barrier's counter and the staged copies, or 0 */
+    /* The scratch, bytes in all or 0: the grid barrier's counter (staging), split-K's
+     * arrival counters (one per tile, from byte `counters`) and partial tiles (from byte
+     * `partials`), then the staged copies; execute zeroes its first `zeroed` bytes. */
+    int64_t scratch, counters, partials, zeroed;
 } problem_t;
 
 /* K elements per tile. */
@@ -168,7 +180,49 @@ static bool is_fp8(dnnjit_data_type_t t)
     return t == DNNJIT_DATA_TYPE_FP8_E4M3 || t == DNNJIT_DATA_TYPE_FP8_E5M2;
 }
 
-static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p, char *why, size_t why_size)
+/* Tiles per batch entry, a cluster's tile past M included. */
+static int64_t tiles_of(const problem_t *p, const knob_t *kn)
+{
+    int64_t items_m = ((p->m + TILE_M - 1) / TILE_M + kn->cluster - 1) / kn->cluster;
+    return items_m * kn->cluster * ((p->n + kn->bn - 1) / kn->bn);
+}
+
+/* Whether splitting K kn->splits ways can pay; false with `why` when not: the tiles must
+ * leave SMs idle even split half as many ways, and each split must walk MIN_SPLIT_KTILES or
+ * more K tiles. */
+static bool split_pays(const problem_t *p, const knob_t *kn, char *why, size_t why_size)
+{
+    int64_t tiles = p->batch * tiles_of(p, kn), k_tiles = (p->k + tile_k(p) - 1) / tile_k(p);
+    if (tiles * (kn->splits / 2) >= SM_COUNT) {
+        if (why)
+            snprintf(why, why_size, "split-K %d ways: %lld tiles split %d ways already fill the %d SMs", kn->splits,
+                     (long long)tiles, kn->splits / 2, SM_COUNT);
+        return false;
+    }
+    if (k_tiles < MIN_SPLIT_KTILES * kn->splits) {
+        if (why)
+            snprintf(why, why_size, "split-K %d ways: K's %lld tiles of %d would leave a split fewer than %d",
+                     kn->splits, (long long)k_tiles, tile_k(p), MIN_SPLIT_KTILES);
+        return false;
+    }
+    return true;
+}
+
+/* Whether an operand's strides are ones TMA cannot take, so that the kernel copies it. */
+static bool staging(const problem_t *p)
+{
+    return p->a.staged || p->b.staged;
+}
+
+static int64_t round256(int64_t bytes)
+{
+    return (bytes + 255) / 256 * 256;
+}
+
+/* The problem of the group's matmul under knob kn (which lays out the scratch); false with
+ * `why` when this engine cannot take it. */
+static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t *kn, problem_t *p, char *why,
+                     size_t why_size)
 {
     if (grp->kind != DNNJIT__GROUP_GEMM) {
         snprintf(why, why_size, "not a matmul group");
@@ -215,25 +269,37 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
                  p->a.kmajor ? "B" : "A", p->a.kmajor ? "N" : "M");
         return false;
     }
-    /* The scratch: the counter, then each staged copy, 256-byte aligned. */
+    /* The scratch's parts, each 256-byte aligned after the first 256 bytes (the grid
+     * barrier's counter). Split-K's partial tiles only where its plans are offered (which
+     * also bounds their size). */
     operand_t *ops[2] = {&p->a, &p->b};
-    p->scratch = 0;
+    int64_t end = 256, tiles = p->batch * tiles_of(p, kn);
+    p->counters = p->partials = p->zeroed = 0;
+    if (kn->splits > 1 && split_pays(p, kn, NULL, 0)) {
+        p->counters = end;
+        p->partials = end = round256(end + tiles * 4);
+        end += kn->splits * tiles * TILE_M * kn->bn * 4;
+        p->zeroed = p->partials;
+    }
     for (int i = 0; i < 2; i++) {
         if (!ops[i]->staged)
             continue;
-        if (ops[i]->lines > (INT64_MAX / 4 - p->scratch) / ops[i]->pitch) {
+        if (ops[i]->lines > (INT64_MAX / 4 - end) / ops[i]->pitch) {
             snprintf(why, why_size, "%s is too large to copy into the scratch", i ? "B" : "A");
             return false;
         }
-        ops[i]->offset = p->scratch ? p->scratch : 256;
-        p->scratch = (ops[i]->offset + ops[i]->lines * ops[i]->pitch + 255) / 256 * 256;
+        ops[i]->offset = end;
+        end = round256(end + ops[i]->lines * ops[i]->pitch);
+        if (!p->zeroed)
+            p->zeroed = 4;
     }
+    p->scratch = p->zeroed ? end : 0;
     return true;
 }
 
-/* Gives the group's tensors their argument slots and, when operands are copied, the
- * scratch the slot after them (its counter zeroed before each launch); false with `why`
- * when they do not fit. */
+/* Gives the group's tensors their argument slots and, when operands are copied or K is
+ * split, the scratch the slot after them (its counters zeroed before each launch); false
+ * with `why` when they do not fit. */
 static bool kernel_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, const problem_t *p, dnnjit__kernel_t *k,
                          char *why, size_t why_size)
 {
@@ -242,28 +308,23 @@ static bool kernel_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, const pro
         return false;
     }
     if (p->scratch && k->tensor_count == DNNJIT__MAX_KERNEL_TENSORS) {
-        snprintf(why, why_size, "the group's tensors leave no argument slot for the scratch its staged operands need");
+        snprintf(why, why_size, "the group's tensors leave no argument slot for the scratch that %s",
+                 p->counters ? "split-K needs" : "its staged operands need");
         return false;
     }
     k->scratch_slot = p->scratch ? k->tensor_count : 0;
     k->scratch_bytes = p->scratch;
-    k->scratch_zero_bytes = p->scratch ? 4 : 0;
+    k->scratch_zero_bytes = p->zeroed;
     return true;
 }
 
 static int64_t smem_bytes(const knob_t *kn)
 {
     /* The 1024-byte alignment of the swizzled stages, the stages, two barriers per stage,
-     * then the staged epilogue's rows. */
-    return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K_BYTES + 16 * kn->stages +
+     * split-K's verdict word (16 bytes, keeping what follows aligned), then the staged
+     * epilogue's rows. */
+    return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K_BYTES + 16 * kn->stages + 16 +
            (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
-}
-
-/* Tiles per batch entry, a cluster's tile past M included. */
-static int64_t tiles_of(const problem_t *p, const knob_t *kn)
-{
-    int64_t items_m = ((p->m + TILE_M - 1) / TILE_M + kn->cluster - 1) / kn->cluster;
-    return items_m * kn->cluster * ((p->n + kn->bn - 1) / kn->bn);
 }
 
 /* The rows of B's box: in a cluster each CTA loads half of a K-major B tile. */
@@ -331,9 +392,10 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     knob_t kn = decode(knob);
     if (!arch || strcmp(arch, "sm_90a") != 0)
         snprintf(reason, sizeof reason, "wgmma and setmaxnreg need sm_90a, not %s", arch && *arch ? arch : "no GPU");
-    else if (!describe(g, grp, &p, reason, sizeof reason) || !kernel_slots(g, grp, &p, &slots, reason, sizeof reason) ||
-             !maps_valid(&p, &kn, &slots, reason, sizeof reason)) {
-    } else if (p.scratch && kn.cluster > 1)
+    else if (!describe(g, grp, &kn, &p, reason, sizeof reason) ||
+             !kernel_slots(g, grp, &p, &slots, reason, sizeof reason) || !maps_valid(&p, &kn, &slots, reason, sizeof reason) ||
+             (kn.splits > 1 && !split_pays(&p, &kn, reason, sizeof reason))) {
+    } else if (staging(&p) && kn.cluster > 1)
         snprintf(reason, sizeof reason, "%s's strides are not ones TMA takes, and the copy the kernel makes of it is "
                  "not combined with clusters", p.a.staged ? "A" : "B");
     else if (smem_bytes(&kn) > SMEM_LIMIT)
@@ -349,8 +411,11 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
 static void sm90_knob_name(int knob, char *buf, size_t size)
 {
     knob_t kn = decode(knob);
-    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages, kn.raster_n ? "_rn" : "",
-             kn.staged ? "_staged" : "", kn.cluster == 2 ? "_mc2" : "");
+    char split[24] = "";
+    if (kn.splits > 1)
+        snprintf(split, sizeof split, "_splitk%d", kn.splits);
+    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages, kn.raster_n ? "_rn" : "",
+             kn.staged ? "_staged" : "", kn.cluster == 2 ? "_mc2" : "", split);
 }
 
 /* The share of the persistent grid's tile slots (one per SM per round) that hold a tile of
@@ -360,18 +425,24 @@ static double wave_efficiency(const problem_t *p, const knob_t *kn)
 {
     knob_t alone = *kn;
     alone.cluster = 1;
-    int64_t work = p->batch * tiles_of(p, kn), useful = p->batch * tiles_of(p, &alone);
+    int64_t work = p->batch * tiles_of(p, kn) * kn->splits, useful = p->batch * tiles_of(p, &alone) * kn->splits;
     int64_t rounds = (work + SM_COUNT - 1) / SM_COUNT;
     return (double)useful / (double)(rounds * SM_COUNT);
 }
 
-/* How far each stage count ranks behind four, from the H200: at 4096^3 bf16 128x256 took
+/* How far each stage count ranks behind the best, from the H200: at 4096^3 bf16 128x256 took
  * 195.9 us with four stages and 197.5 with three; 128x128 213 with four, 224 with five and
  * 273 with three; at 8x4096^3 128x128 took 1910 us with four and 1981 with five. Four hold
- * enough K tiles in flight to cover TMA's latency; a fifth only costs shared memory. */
-static double stage_rank(int stages)
+ * enough K tiles in flight to cover TMA's latency; a fifth only costs shared memory. But
+ * where the work items fit in one round over the SMs, each CTA's K walk is the whole time
+ * and the bytes it keeps in flight set its pace, so the deepest pipeline ranks first: split
+ * four ways, linear_128x4096x4096 took 16.7 us with five stages, 17.1 with four and 18.8
+ * with three, linear_128x4096x14336 42.5, 43.0 and 50.0. */
+static double stage_rank(const problem_t *p, const knob_t *kn)
 {
-    return stages == 4 ? 0.0 : stages == 5 ? 0.1 : 0.2;
+    if (p->batch * tiles_of(p, kn) * kn->splits <= SM_COUNT)
+        return (5 - kn->stages) * 0.1;
+    return kn->stages == 4 ? 0.0 : kn->stages == 5 ? 0.1 : 0.2;
 }
 
 /* A tie-breaker below the stage counts', from the H200 (bfdb6ca, 4096^3 bf16): the staged
@@ -385,6 +456,16 @@ static double variant_rank(const knob_t *kn)
     return kn->cluster == 2 ? 0.02 : kn->staged ? 0.0 : 0.01;
 }
 
+/* Microseconds split-K adds to a tile: each split stores its partial sums of the tile's rows
+ * inside M, and the last one reads the others' back, at about 100 GB/s per SM. */
+static double split_time(const problem_t *p, const knob_t *kn)
+{
+    if (kn->splits == 1)
+        return 0;
+    double rows = p->m < TILE_M ? (double)p->m : TILE_M;
+    return 1.0 + kn->splits * rows * kn->bn * 4.0 / 1.0e5;
+}
+
 /* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
  * tenth less than 128x256, which reloads its operands more often) and twice that on fp8,
  * whose instruction is twice as deep in K for the same cycles; the launch, barrier setup
@@ -394,20 +475,21 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     problem_t p;
     char why[200];
     knob_t kn = decode(knob);
-    if (!describe(g, grp, &p, why, sizeof why))
+    if (!describe(g, grp, &kn, &p, why, sizeof why))
         return 1e30;
     double rate = 6.0e6 * (kn.bn == 256 ? 1.0 : 0.9) * (2 / p.esize);
-    int64_t work = p.batch * tiles_of(&p, &kn);
+    int64_t work = p.batch * tiles_of(&p, &kn) * kn.splits;
     double rounds = (double)((work + SM_COUNT - 1) / SM_COUNT);
     double k_padded = (double)((p.k + tile_k(&p) - 1) / tile_k(&p) * tile_k(&p));
-    double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / rate;
+    double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / kn.splits / rate;
     double bytes = p.esize * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) +
                    4.0 * (double)p.batch * p.m * p.n;
     /* Staged operands are read and written once more before the GEMM starts, and the grid
      * waits at a barrier. */
-    double staging = p.scratch ? 3.0 + 2.0 * (double)p.scratch / 3.0e6 : 0;
-    return 5.0 + staging + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) + stage_rank(kn.stages) +
-           (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
+    int64_t copied = (p.a.staged ? p.a.lines * p.a.pitch : 0) + (p.b.staged ? p.b.lines * p.b.pitch : 0);
+    double copies = staging(&p) ? 3.0 + 2.0 * (double)copied / 3.0e6 : 0;
+    return 5.0 + copies + split_time(&p, &kn) + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) +
+           stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
 }
 
 /* Whether the problem has 64 rows or fewer (a linear layer on a few tokens): its tiles,
@@ -424,7 +506,7 @@ static bool streams_b(const problem_t *p)
  * 128x128 tiles and 47.6 on 56 128x256 ones (117 MB in all), 16x14336x4096 60.3 and 46.1. */
 static double stream_time(const problem_t *p, const knob_t *kn)
 {
-    double per_cta = (double)kn->bn * (double)p->k * p->esize / 47.0e3;
+    double per_cta = (double)kn->bn * (double)p->k / kn->splits * p->esize / 47.0e3;
     double all = (double)p->batch * (double)p->n * (double)p->k * p->esize / 2.5e6;
     return per_cta > all ? per_cta : all;
 }
@@ -442,13 +524,14 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     problem_t p;
     char why[200];
     knob_t kn = decode(knob);
-    if (!describe(g, grp, &p, why, sizeof why))
+    if (!describe(g, grp, &kn, &p, why, sizeof why))
         return 1e30;
-    double ranks = stage_rank(kn.stages) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
+    double ranks = stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
     if (streams_b(&p))
-        return stream_time(&p, &kn) + (kn.bn == 256 ? 0 : 0.5) + ranks;
+        return stream_time(&p, &kn) + split_time(&p, &kn) + (kn.bn == 256 ? 0 : 0.5) + ranks;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
-    return (1.0 - wave_efficiency(&p, &kn)) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 10) + ranks;
+    return (1.0 - wave_efficiency(&p, &kn)) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 10) +
+           5.0 * split_time(&p, &kn) + ranks;
 }
 
 /* Mode A: a problem of fewer 128x128 tiles than half the SMs and a short K walk (seed
@@ -471,11 +554,11 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     problem_t p;
     char why[200];
     (void)knob;
-    if (!describe(g, grp, &p, why, sizeof why))
+    knob_t narrow = {128, 4, false, false, 1, 1};
+    if (!describe(g, grp, &narrow, &p, why, sizeof why))
         return true;
-    knob_t narrow = {128, 4, false, false, 1};
     int64_t tiles = p.batch * tiles_of(&p, &narrow);
-    return !p.scratch && tiles < SM_COUNT / 2 &&
+    return !staging(&p) && tiles < SM_COUNT / 2 &&
            (p.k < SHORT_K || tiles < SM_COUNT / 8 || (streams_b(&p) && p.k > LONG_K));
 }
 
@@ -551,8 +634,8 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     problem_t p;
     char why[200];
     knob_t kn = decode(knob);
-    if (!describe(g, grp, &p, why, sizeof why) || !kernel_slots(g, grp, &p, k, why, sizeof why) ||
-        !maps_valid(&p, &kn, k, why, sizeof why))
+    if (!describe(g, grp, &kn, &p, why, sizeof why) || !kernel_slots(g, grp, &p, k, why, sizeof why) ||
+        !maps_valid(&p, &kn, k, why, sizeof why) || (kn.splits > 1 && !split_pays(&p, &kn, why, sizeof why)))
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "gemm_sm90 engine: matmul \"%s\": %s",
                             g->nodes[grp->first_node].name, why);
     int slot_a = dnnjit__slot_of(k->tensors, k->tensor_count, p.mm->in[0]);
@@ -578,7 +661,9 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     emit_batch_coords(&sb, "a", &p.a);
     emit_batch_coords(&sb, "b", &p.b);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_STAGING = %s;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n",
-                      p.scratch ? "true" : "false", k->scratch_slot);
+                      staging(&p) ? "true" : "false", k->scratch_slot);
+    dnnjit__sb_printf(&sb, "constexpr int DJ_SPLITS = %d;\nconstexpr dj_i64 DJ_SPLIT_COUNTERS = %lldLL, DJ_SPLIT_PARTIALS = %lldLL;\n",
+                      kn.splits, (long long)p.counters, (long long)p.partials);
     emit_stage(&sb, "A", &p.a, slot_a);
     emit_stage(&sb, "B", &p.b, slot_b);
     emit_wgmma(&sb, kn.bn, &p);
@@ -595,9 +680,9 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     snprintf(k->entry, sizeof k->entry, "dj_gemm_sm90");
     /* Whole clusters: SM_COUNT is even. Every SM takes a share of the copies of staged
      * operands, and waits for the others at the barrier: the launch is cooperative. */
-    int64_t work = p.batch * tiles_of(&p, &kn);
-    k->grid[0] = (unsigned)(work < SM_COUNT && !p.scratch ? work : SM_COUNT);
-    k->cooperative = p.scratch > 0;
+    int64_t work = p.batch * tiles_of(&p, &kn) * kn.splits;
+    k->grid[0] = (unsigned)(work < SM_COUNT && !staging(&p) ? work : SM_COUNT);
+    k->cooperative = staging(&p);
     k->grid[1] = k->grid[2] = 1;
     k->block[0] = THREADS;
     k->block[1] = k->block[2] = 1;

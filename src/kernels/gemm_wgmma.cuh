@@ -35,6 +35,9 @@
 //   DJ_STAGING DJ_SCRATCH_SLOT   whether an operand's strides are ones TMA cannot take, so
 //       that the kernel first copies it into its scratch (DjArgs.ptr[DJ_SCRATCH_SLOT], the
 //       grid barrier's counter in its first word)
+//   DJ_SPLITS DJ_SPLIT_COUNTERS DJ_SPLIT_PARTIALS   split-K: the K splits of each tile, and the
+//       byte offsets in the scratch of the tiles' arrival counters (zeroed by execute before
+//       each launch) and of the splits' partial tiles
 //   DjStageA DjStageB         each operand's copy (STAGED, and the fields dj_stage_copy reads)
 //
 // Staging: every CTA copies its share of the lines of the staged operands into the scratch
@@ -57,6 +60,9 @@
 // copies DJ_EPI_COLS columns of its 16 rows into its own shared-memory rows, then reads them
 // back a row per half-warp, so that a store covers DJ_EPI_COLS consecutive elements of a row
 // (and so do the epilogue's reads of bias or residual), chunk after chunk.
+//
+// Split-K (DJ_SPLITS > 1, for problems of too few tiles to fill the SMs): a work item is one
+// split of a tile, the K tiles from split * DJ_KTILES / DJ_SPLITS on; see dj_split_sum.
 
 constexpr int DJ_THREADS = 384;
 constexpr int DJ_CONSUMER_WARPS = 8;
@@ -65,7 +71,7 @@ constexpr int DJ_TILES_N = (int)((DJ_N + DJ_BN - 1) / DJ_BN);
 // Work items (one tile per CTA of a cluster) per batch entry, and in all.
 constexpr int DJ_ITEMS_M = (DJ_TILES_M + DJ_CLUSTER - 1) / DJ_CLUSTER;
 constexpr int DJ_TILES = DJ_ITEMS_M * DJ_TILES_N;
-constexpr dj_i64 DJ_WORK = (dj_i64)DJ_TILES * DJ_BATCH;
+constexpr dj_i64 DJ_WORK = (dj_i64)DJ_TILES * DJ_BATCH * DJ_SPLITS;
 constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
 constexpr unsigned DJ_A_STAGE = DJ_BM * DJ_BK * DJ_ESIZE;
 constexpr unsigned DJ_B_STAGE = DJ_BN * DJ_BK * DJ_ESIZE;
@@ -78,6 +84,7 @@ static_assert(DJ_BM == 128, "two consumer warpgroups of 64 rows each");
 static_assert(DJ_BN % 64 == 0 && DJ_BN <= 256 && DJ_ACC == DJ_BN / 2, "wgmma's N and TMA's box");
 static_assert(DJ_EPI_COLS == 32 && DJ_BN % DJ_EPI_COLS == 0, "a half-warp's 16 pairs span one staged chunk");
 static_assert(DJ_CLUSTER == 1 || DJ_CLUSTER == 2, "clusters of one or two CTAs");
+static_assert(DJ_SPLITS == 1 || (DJ_CLUSTER == 1 && DJ_KTILES >= DJ_SPLITS), "every split of a lone CTA walks K");
 
 // A CUtensorMap: 128 opaque bytes, 64-byte aligned.
 struct __align__(64) DjTensorMap {
@@ -396,10 +403,18 @@ __device__ __forceinline__ void dj_grid_barrier(unsigned *counter)
 
 // ---- tiles and loads ----------------------------------------------------------------
 
-// Batch entry and tile of work item `work` for the CTA of cluster rank `rank`, in grouped
-// order over the work items.
+// The K tiles [begin, end) that split `split` of a tile walks: near-equal shares.
+__device__ __forceinline__ void dj_k_range(int split, int &begin, int &end)
+{
+    begin = split * DJ_KTILES / DJ_SPLITS;
+    end = (split + 1) * DJ_KTILES / DJ_SPLITS;
+}
+
+// Batch entry and tile of work item `work` (a tile's splits are consecutive work items)
+// for the CTA of cluster rank `rank`, in grouped order over the tiles.
 __device__ __forceinline__ void dj_tile_of(dj_i64 work, unsigned rank, dj_i64 &batch, int &tm, int &tn)
 {
+    work /= DJ_SPLITS;
     batch = work / DJ_TILES;
     const int t = (int)(work % DJ_TILES);
     constexpr int major = DJ_RASTER_N ? DJ_TILES_N : DJ_ITEMS_M; // the grouped axis
@@ -469,6 +484,77 @@ __device__ __forceinline__ void dj_load_operand(unsigned dst, const DjTensorMap 
     }
 }
 
+// ---- split-K ------------------------------------------------------------------------
+
+__device__ __forceinline__ float4 dj_load_cg4(const float4 *p)
+{
+    float4 v;
+    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    return v;
+}
+
+// The consumers' end of split `split` of tile `tile` (a tile index over the batch): every
+// split stores its partial sums in the scratch and counts itself in the tile's arrival
+// counter; the split that arrives last adds all of them in split order (so that the result
+// does not depend on which split was last) into acc and returns true, to run the epilogue;
+// the others return false and go on to their next work item. The partial tiles are laid out
+// as the consumers' registers are, 16 bytes a thread in turn, so that every access covers a
+// warp's 512 contiguous bytes. A thread whose rows (`row` and row + 8) lie past M neither
+// stores nor loads: with a few rows (a linear layer on a few tokens) most of the tile is
+// such rows. `last` is a word of shared memory that carries the counter's verdict to the 256
+// consumer threads, which alone meet at named barrier 1.
+__device__ __forceinline__ bool dj_split_sum(float (&acc)[DJ_ACC], dj_i64 tile, int split, int row,
+                                             const DjArgs &args, volatile unsigned *last)
+{
+    constexpr int CONSUMERS = DJ_CONSUMER_WARPS * 32, QUADS = DJ_ACC / 4;
+    unsigned char *const scratch = (unsigned char *)args.ptr[DJ_SCRATCH_SLOT];
+    unsigned *const arrivals = (unsigned *)(scratch + DJ_SPLIT_COUNTERS);
+    const int t = (int)threadIdx.x - (DJ_THREADS - CONSUMERS);
+    auto partial = [&](int s, int q) {
+        return (float4 *)(scratch + DJ_SPLIT_PARTIALS) + ((dj_i64)s * DJ_TILES * DJ_BATCH + tile) * QUADS * CONSUMERS +
+               q * CONSUMERS + t;
+    };
+    const bool inside = row < DJ_M;
+    if (inside)
+#pragma unroll
+        for (int q = 0; q < QUADS; q++)
+            *partial(split, q) = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+    // The partial sums reach L2 before the arrival that lets another CTA read them.
+    __threadfence();
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS) : "memory");
+    if (t == 0)
+        *last = atomicAdd(arrivals + tile, 1u) == DJ_SPLITS - 1;
+    asm volatile("bar.sync 1, %0;\n" ::"n"(CONSUMERS) : "memory");
+    // Thread 0 writes `last` again only after every consumer has passed the next split's
+    // first barrier, so each has read this verdict by then.
+    if (!*last)
+        return false;
+    if (!inside)
+        return true;
+    __threadfence();
+    // This split's own sums are read back too, so that acc can take the running sum (a
+    // second copy of the accumulators would not fit in the registers).
+#pragma unroll
+    for (int q = 0; q < QUADS; q++) {
+        const float4 v = dj_load_cg4(partial(0, q));
+        acc[4 * q] = v.x;
+        acc[4 * q + 1] = v.y;
+        acc[4 * q + 2] = v.z;
+        acc[4 * q + 3] = v.w;
+    }
+#pragma unroll 1
+    for (int s = 1; s < DJ_SPLITS; s++)
+#pragma unroll
+        for (int q = 0; q < QUADS; q++) {
+            const float4 v = dj_load_cg4(partial(s, q));
+            acc[4 * q] += v.x;
+            acc[4 * q + 1] += v.y;
+            acc[4 * q + 2] += v.z;
+            acc[4 * q + 3] += v.w;
+        }
+    return true;
+}
+
 extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
     dj_gemm_sm90(const DjArgs args, const __grid_constant__ DjTensorMap map_a, const __grid_constant__ DjTensorMap map_b)
 {
@@ -483,8 +569,10 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         dj_stage_operands(args, dj_smem + (base - dj_smem_u32(dj_smem)));
         dj_grid_barrier((unsigned *)args.ptr[DJ_SCRATCH_SLOT]);
     }
-    // The staged epilogue's rows, after the barriers: DJ_CONSUMER_WARPS blocks of 16 rows.
-    float *const epi_rows = (float *)(dj_smem + (bars + 16u * DJ_STAGES - dj_smem_u32(dj_smem)));
+    // Split-K's verdict word (dj_split_sum) after the barriers, then the staged epilogue's
+    // rows: DJ_CONSUMER_WARPS blocks of 16 rows.
+    unsigned *const split_last = (unsigned *)(dj_smem + (bars + 16u * DJ_STAGES - dj_smem_u32(dj_smem)));
+    float *const epi_rows = (float *)(split_last + 4);
     auto full = [&](int s) { return bars + 8u * (unsigned)s; };
     auto empty = [&](int s) { return bars + 8u * (unsigned)(DJ_STAGES + s); };
 
@@ -530,7 +618,9 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             const unsigned bytes = (unsigned)chunks_a * DJ_CHUNK +
                                    (DJ_CLUSTER == 2 && DJ_B_KMAJOR ? (unsigned)halves_b * (DJ_B_STAGE / 2)
                                                                    : (unsigned)chunks_b * DJ_CHUNK);
-            for (int kt = 0; kt < DJ_KTILES; kt++, it++) {
+            int k_begin, k_end;
+            dj_k_range((int)(work % DJ_SPLITS), k_begin, k_end);
+            for (int kt = k_begin; kt < k_end; kt++, it++) {
                 const int s = it % DJ_STAGES;
                 dj_mbar_wait(empty(s), ((it / DJ_STAGES) & 1) ^ 1);
                 dj_mbar_expect_tx(full(s), bytes);
@@ -564,10 +654,21 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
 #pragma unroll
         for (int i = 0; i < DJ_ACC; i++)
             acc[i] = 0.0f;
-        int previous = -1;
-        for (int kt = 0; kt < DJ_KTILES; kt++, it++) {
+        int previous = -1, k_begin, k_end;
+        dj_k_range((int)(work % DJ_SPLITS), k_begin, k_end);
+        // A consumer whose 64 rows all lie past M (the second half of a tile of 64 rows or
+        // fewer: a linear layer on a few tokens; a cluster's tile past M) multiplies
+        // nothing: it only hands each stage back once loaded, leaving the tensor cores to
+        // the other consumer.
+        const bool idle = (dj_i64)tm * DJ_BM + consumer * 64 >= DJ_M;
+        for (int kt = k_begin; kt < k_end; kt++, it++) {
             const int s = it % DJ_STAGES;
             dj_mbar_wait(full(s), (it / DJ_STAGES) & 1);
+            if (idle) {
+                if (lane == 0)
+                    dj_release(empty(s), rank);
+                continue;
+            }
             const unsigned sa = a_stages + s * DJ_A_STAGE + consumer * DJ_CHUNK, sb = b_stages + s * DJ_B_STAGE;
             dj_fence_acc(acc);
             dj_wgmma_fence();
@@ -590,6 +691,12 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         dj_fence_acc(acc);
         if (previous >= 0 && lane == 0)
             dj_release(empty(previous), rank);
+        if constexpr (DJ_SPLITS > 1)
+            if (!dj_split_sum(acc, work / DJ_SPLITS, (int)(work % DJ_SPLITS),
+                              tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4, args, split_last))
+                continue;
+        if (idle)
+            continue;
 
         // The accumulator of m64nNk16: thread (warp, lane) holds rows warp*16 + lane/4 (+8)
         // and, for each 8-column slice j, columns 8j + 2*(lane%4) and the next one.
