@@ -31,7 +31,9 @@
  *                            with mode A's plan and time, the fastest plan and time and
  *                            mode_a_over_best, their ratio. Each plan is an NVRTC compile
  *                            (0.1 to 0.6 s): with FILTER only the sweep cases whose names
- *                            contain it run, and the first cases are left out
+ *                            contain it run, and the first cases are left out; with
+ *                            DNNJIT_BENCH_PLANS=FRAGMENT[,FRAGMENT...] only the plans whose
+ *                            names contain one of them are timed, and the first (mode A's)
  *   dnnjit-bench rows [--all-plans]
  *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
  *                            backwards) on the issue-6 shapes: device time of the plan mode A
@@ -289,6 +291,27 @@ typedef struct plan_time {
  * plan that fails to build gets an error line (`case@plan` and the library's message) and
  * the rest go on: each plan is an NVRTC compile of its own. With print_each, one line per
  * plan timed (device time, TFLOP/s, build time: the NVRTC compile when DNNJIT_CACHE=0). */
+/* Whether plan `name` is one DNNJIT_BENCH_PLANS (comma-separated name fragments) selects,
+ * or the variable is unset. */
+static bool plan_selected(const char *name)
+{
+    const char *list = getenv("DNNJIT_BENCH_PLANS");
+    if (!list || !*list)
+        return true;
+    for (const char *f = list; *f;) {
+        size_t len = strcspn(f, ",");
+        char fragment[128];
+        if (len && len < sizeof fragment) {
+            memcpy(fragment, f, len);
+            fragment[len] = '\0';
+            if (strstr(name, fragment))
+                return true;
+        }
+        f += len + (f[len] == ',');
+    }
+    return false;
+}
+
 static plan_time_t *gemm_time_plans(dnnjit_graph_t g, const gemm_case_t *c, const dnnjit_variant_t *pack, size_t n,
                                     bool print_each, int64_t *count)
 {
@@ -299,7 +322,7 @@ static plan_time_t *gemm_time_plans(dnnjit_graph_t g, const gemm_case_t *c, cons
         plan_time_t *t = &times[p];
         CHECK(dnnjit_graph_get_plan_name(g, p, &t->name));
         t->us = -1;
-        if (tensor_core_engine(t->name) < 0)
+        if (tensor_core_engine(t->name) < 0 || (p > 0 && !plan_selected(t->name)))
             continue;
         double t0 = now_us();
         dnnjit_status_t s = dnnjit_graph_build_plan_at_index(g, p);

@@ -171,6 +171,14 @@ static void tensor_maps(void **state)
     dnnjit__kernel_free(&k);
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
+    /* 64 rows or fewer (16 here): A's box holds the first consumer's 64 rows alone. */
+    g = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, (shape_t){16, 256, 256, 1, false, true, false, 0});
+    TU_OK(dnnjit__partition(g, &p));
+    TU_OK(engine->generate(g, &p, &p.groups[0], 0, &k));
+    assert_int_equal(k.tma[0].box[1], 64);
+    dnnjit__kernel_free(&k);
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
 }
 
 /* The clustered knobs: an even grid, the cluster attribute, and B's K-major box of half a

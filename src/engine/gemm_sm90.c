@@ -19,6 +19,7 @@
 #include "codegen/codegen.h"
 #include "codegen/templates.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +49,6 @@ enum {
     SM_COUNT = 132,
     /* A K extent below which a problem of few tiles goes to the sm_80 engine (sm90_defer). */
     SHORT_K = 1024,
-    /* A K extent above which tiles of few rows go to the sm_80 engine too (sm90_defer). */
-    LONG_K = 8192,
     /* Tile rows (or columns) walked together, for L2 locality. */
     GROUP = 8,
     THREADS = 384,
@@ -327,6 +326,15 @@ static int64_t smem_bytes(const knob_t *kn)
            (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
 }
 
+/* The rows of A's box: a problem of 64 rows or fewer loads only the first consumer's 64
+ * rows of each A tile (the other consumer has no rows inside M: it multiplies nothing),
+ * and TMA does not fill the other 64 with zeros each stage. The kernel derives the same
+ * from DJ_M (DJ_A_ROWS). */
+static int a_box_rows(const problem_t *p)
+{
+    return 2 * p->m <= TILE_M ? TILE_M / 2 : TILE_M;
+}
+
 /* The rows of B's box: in a cluster each CTA loads half of a K-major B tile. */
 static int b_box_rows(const knob_t *kn)
 {
@@ -373,7 +381,7 @@ static bool maps_valid(const problem_t *p, const knob_t *kn, const dnnjit__kerne
 {
     const operand_t *ops[2] = {&p->a, &p->b};
     for (int i = 0; i < 2; i++) {
-        dnnjit__tma_operand_t t = tma_of(p, ops[i], i ? b_box_rows(kn) : TILE_M, 0, k->scratch_slot);
+        dnnjit__tma_operand_t t = tma_of(p, ops[i], i ? b_box_rows(kn) : a_box_rows(p), 0, k->scratch_slot);
         char rule[120];
         if (!dnnjit__tma_operand_valid(&t, k, rule, sizeof rule)) {
             snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
@@ -437,10 +445,12 @@ static double wave_efficiency(const problem_t *p, const knob_t *kn)
  * where the work items fit in one round over the SMs, each CTA's K walk is the whole time
  * and the bytes it keeps in flight set its pace, so the deepest pipeline ranks first: split
  * four ways, linear_128x4096x4096 took 16.7 us with five stages, 17.1 with four and 18.8
- * with three, linear_128x4096x14336 42.5, 43.0 and 50.0. */
+ * with three, linear_128x4096x14336 42.5, 43.0 and 50.0. Not so where operands are staged:
+ * the copy, which runs through the stages' shared memory, took 1000x77x1000 from 43.6 us
+ * with four stages to 51.1 with five. */
 static double stage_rank(const problem_t *p, const knob_t *kn)
 {
-    if (p->batch * tiles_of(p, kn) * kn->splits <= SM_COUNT)
+    if (!staging(p) && p->batch * tiles_of(p, kn) * kn->splits <= SM_COUNT)
         return (5 - kn->stages) * 0.1;
     return kn->stages == 4 ? 0.0 : kn->stages == 5 ? 0.1 : 0.2;
 }
@@ -457,13 +467,16 @@ static double variant_rank(const knob_t *kn)
 }
 
 /* Microseconds split-K adds to a tile: each split stores its partial sums of the tile's rows
- * inside M, and the last one reads the others' back, at about 100 GB/s per SM. */
+ * inside M, and the last one reads the others' back, at about 100 GB/s per SM; and on the
+ * H200 each split cost about half a microsecond more than that (linear_16x4096x14336 took
+ * 36.8 us on 128x128 tiles split four ways and 41.7 on 128x256 ones split eight ways, the
+ * same 128 CTAs). */
 static double split_time(const problem_t *p, const knob_t *kn)
 {
     if (kn->splits == 1)
         return 0;
     double rows = p->m < TILE_M ? (double)p->m : TILE_M;
-    return 1.0 + kn->splits * rows * kn->bn * 4.0 / 1.0e5;
+    return 0.5 * kn->splits + kn->splits * rows * kn->bn * 4.0 / 1.0e5;
 }
 
 /* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
@@ -499,16 +512,24 @@ static bool streams_b(const problem_t *p)
     return 2 * p->m <= TILE_M;
 }
 
-/* Microseconds for the tiles of a problem of 64 rows or fewer to stream B: each CTA reads
- * its bn columns of B over the whole K at about 47 GB/s, and all of them together reach
- * about 2.5 TB/s. On the H200 (B an nn.Linear weight, bf16): 1x4096x4096 took 22.2 us on 32
- * 128x128 tiles and 41.8 on 16 128x256 ones (1 and 2 MB a CTA); 1x14336x4096 64.1 on 112
- * 128x128 tiles and 47.6 on 56 128x256 ones (117 MB in all), 16x14336x4096 60.3 and 46.1. */
+/* Microseconds for the work items of a problem of 64 rows or fewer to stream B, fitted to
+ * H200 sweeps of nn.Linear shapes in bf16 (M 1 and 16; N x K 4096 x 4096, 4096 x 14336 and
+ * 14336 x 4096; every tile, stage count and split). Each CTA keeps its stages of B in
+ * flight, which return after about 1.5 us: 128x256 tiles with four stages read 85 GB/s
+ * each, 128x128 ones with five 53 (1x4096x14336 unsplit: 82 us on 16 CTAs of 7.3 MB, 64
+ * on 32 of 3.7 MB). All of them together approach 3.3 TB/s, less what a last partial round
+ * leaves idle. The two limits blend (the cube root of the sum of their cubes fitted the
+ * sweeps within about 10%, where the larger of the two missed by 30% near the crossing:
+ * 128x256 tiles split two ways took 55 us on 4096 x 14336, either limit alone 42). Each
+ * round of work items adds about 3 us of pipeline fill and drain. */
 static double stream_time(const problem_t *p, const knob_t *kn)
 {
-    double per_cta = (double)kn->bn * (double)p->k / kn->splits * p->esize / 47.0e3;
-    double all = (double)p->batch * (double)p->n * (double)p->k * p->esize / 2.5e6;
-    return per_cta > all ? per_cta : all;
+    int64_t items = p->batch * tiles_of(p, kn) * kn->splits, rounds = (items + SM_COUNT - 1) / SM_COUNT;
+    double per_cta_rate = (double)kn->bn * TILE_K_BYTES * kn->stages / 1.5;
+    double per_cta = (double)rounds * kn->bn * (double)p->k / kn->splits * p->esize / per_cta_rate;
+    double all = (double)p->batch * (double)p->n * (double)p->k * p->esize / 3.3e6 *
+                 (rounds > 1 ? (double)(rounds * SM_COUNT) / (double)items : 1.0);
+    return cbrt(per_cta * per_cta * per_cta + all * all * all) + 3.0 * (double)rounds;
 }
 
 /* Mode A's rule within the engine: the tile whose rounds over the SMs waste the least and
@@ -528,7 +549,7 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
         return 1e30;
     double ranks = stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
     if (streams_b(&p))
-        return stream_time(&p, &kn) + split_time(&p, &kn) + (kn.bn == 256 ? 0 : 0.5) + ranks;
+        return stream_time(&p, &kn) + split_time(&p, &kn) + ranks;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
     return (1.0 - wave_efficiency(&p, &kn)) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 10) +
            5.0 * split_time(&p, &kn) + ranks;
@@ -542,10 +563,10 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
  * layer (B an nn.Linear weight) of 4096x4096 took 22.2 us on 32 128x128 tiles at M = 1 (sm_80
  * engine: 25.1 to 26.6 on 32x32 tiles, 22.3 split in two), 22.9 at M = 16 (23.4) and 23.0 at
  * M = 128 (34.6). Fewer than an eighth of the SMs' worth of tiles (64x64x8192's one) walk
- * even a long K too slowly without the sm_80 engine's split-K, and so do tiles that only
- * stream B (64 rows or fewer) over more than 8192 of K: 1x4096x14336 took 86.2 us on 32
- * 128x128 tiles against 51.7 split four ways on the sm_80 engine, 16x4096x14336 83.0 against
- * 55.1 (with 128 rows the tiles won, 71.1 against 105.5). None of this holds for operands
+ * even a long K too slowly, whatever this engine splits, against the sm_80 engine's smaller
+ * tiles split-K (a long K over 32 or more tiles, split here, is another matter:
+ * 1x4096x14336 took 38.2 us on 128x128 tiles split four ways, 51.7 on the sm_80 engine's
+ * best, 16x4096x14336 36.8 against 56.8). None of this holds for operands
  * this engine stages (strides TMA cannot take), which the sm_80 engine loads element by
  * element: 1000x77x1000 (B's rows 154 bytes apart) took 66.8 us there on 32x32 tiles, and
  * 36.9 here on eight 128x128 ones. */
@@ -558,8 +579,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (!describe(g, grp, &narrow, &p, why, sizeof why))
         return true;
     int64_t tiles = p.batch * tiles_of(&p, &narrow);
-    return !staging(&p) && tiles < SM_COUNT / 2 &&
-           (p.k < SHORT_K || tiles < SM_COUNT / 8 || (streams_b(&p) && p.k > LONG_K));
+    return !staging(&p) && tiles < SM_COUNT / 2 && (p.k < SHORT_K || tiles < SM_COUNT / 8);
 }
 
 /* dj_<name>_batch_coords(b, c): the batch coordinates of batch entry b in the operand's
@@ -688,7 +708,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&kn);
     k->tma_count = 2;
-    k->tma[0] = tma_of(&p, &p.a, TILE_M, slot_a, k->scratch_slot);
+    k->tma[0] = tma_of(&p, &p.a, a_box_rows(&p), slot_a, k->scratch_slot);
     k->tma[1] = tma_of(&p, &p.b, b_box_rows(&kn), slot_b, k->scratch_slot);
     return DNNJIT_STATUS_SUCCESS;
 }

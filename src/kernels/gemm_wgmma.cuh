@@ -76,6 +76,9 @@ constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
 constexpr unsigned DJ_A_STAGE = DJ_BM * DJ_BK * DJ_ESIZE;
 constexpr unsigned DJ_B_STAGE = DJ_BN * DJ_BK * DJ_ESIZE;
 constexpr unsigned DJ_CHUNK = 64 * DJ_BK * DJ_ESIZE; // one MN-major chunk, or 64 K-major rows
+// The rows of each A tile loaded: with 64 rows or fewer in all, the first consumer's alone
+// (the generator's box for K-major A has as many rows).
+constexpr int DJ_A_ROWS = DJ_M <= DJ_BM / 2 ? DJ_BM / 2 : DJ_BM;
 
 static_assert(DJ_BK * DJ_ESIZE == 128, "a K tile's row is one 128-byte swizzle span");
 static_assert(DJ_WK * DJ_ESIZE == 32, "one wgmma reads 32 bytes of each row");
@@ -608,7 +611,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             dj_b_batch_coords(batch, cb);
             // A cluster's second tile may lie wholly past M: its A is not loaded (what the
             // stage holds only reaches rows the epilogue does not store).
-            const int chunks_a = tm * DJ_BM < DJ_M ? dj_chunks<DJ_A_KMAJOR, DJ_BM, DJ_M>(tm * DJ_BM) : 0;
+            const int chunks_a = tm * DJ_BM < DJ_M ? dj_chunks<DJ_A_KMAJOR, DJ_A_ROWS, DJ_M>(tm * DJ_BM) : 0;
             const int chunks_b = dj_chunks<DJ_B_KMAJOR, DJ_BN, DJ_N>(tn * DJ_BN);
             // Multicast K-major B comes in two halves of DJ_BN / 2 rows, the second one only
             // when it starts inside N.
