@@ -96,9 +96,10 @@ typedef struct operand {
      * copies the operand into its scratch, `inner` contiguous elements per line, lines
      * `pitch` bytes apart (128-byte multiples, so that every 128-byte row of a TMA box is one
      * whole L2 line), `outer` lines per batch entry and `lines` in
-     * all, from byte `offset` on; the tensor map reads the copy. */
+     * all, from byte `offset` on; the tensor map reads the copy. The tensor's bytes span
+     * [span_lo, span_hi) around its pointer (the copy may read any of them). */
     bool staged;
-    int64_t inner, outer, lines, pitch, offset;
+    int64_t inner, outer, lines, pitch, offset, span_lo, span_hi;
 } operand_t;
 
 typedef struct problem {
@@ -171,6 +172,14 @@ static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, boo
         div *= c->dim[i];
     }
     o->pitch = (o->inner * esize + 127) / 128 * 128;
+    for (int i = 0; i < nd; i++) {
+        int64_t reach = (t->dim[i] - 1) * t->stride[i] * esize;
+        if (reach < 0)
+            o->span_lo += reach;
+        else
+            o->span_hi += reach;
+    }
+    o->span_hi += esize;
     return true;
 }
 
@@ -614,6 +623,8 @@ static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *
                       (long long)(o->staged ? o->lines : 0), (long long)o->inner, (long long)o->pitch,
                       (long long)o->offset);
     dnnjit__sb_printf(sb, "    static constexpr int SLOT = %d;\n", slot);
+    dnnjit__sb_printf(sb, "    static constexpr dj_i64 SPAN_LO = %lldLL, SPAN_HI = %lldLL;\n", (long long)o->span_lo,
+                      (long long)o->span_hi);
     dnnjit__sb_append(sb, "    __device__ static dj_i64 line(dj_i64 l)\n    {\n");
     dnnjit__sb_printf(sb, "        dj_i64 e = l %% %lldLL * %lldLL;\n        l /= %lldLL;\n", (long long)o->outer,
                       (long long)o->outer_stride, (long long)o->outer);

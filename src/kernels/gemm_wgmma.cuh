@@ -262,21 +262,24 @@ template <class S> struct DjSegs {
     static constexpr dj_i64 UNITS = S::LINES * SEGS; // none when the operand is not staged
 };
 
-// One unit: its first byte in the operand, its length, and where it goes in the scratch
-// (16-byte aligned: lines are S::PITCH bytes apart, a multiple of 16).
+// One unit: its first byte in the operand, its length, where it goes in the scratch
+// (16-byte aligned: lines are S::PITCH bytes apart, a multiple of 16), and the bytes of the
+// operand's whole span (S::SPAN_LO to S::SPAN_HI around its pointer), which may all be read.
 struct DjUnit {
     const unsigned char *begin;
     unsigned char *dst;
     int length;
+    const unsigned char *span_lo, *span_hi;
 };
 
 template <class S> __device__ __forceinline__ DjUnit dj_unit_of(const DjArgs &args, dj_i64 u)
 {
     using G = DjSegs<S>;
     const dj_i64 line = u / G::SEGS, seg = u % G::SEGS, rest = G::LINE_BYTES - seg * G::SEG;
-    return {(const unsigned char *)args.ptr[S::SLOT] + S::line(line) * DJ_ESIZE + seg * G::SEG,
+    const unsigned char *const ptr = (const unsigned char *)args.ptr[S::SLOT];
+    return {ptr + S::line(line) * DJ_ESIZE + seg * G::SEG,
             (unsigned char *)args.ptr[DJ_SCRATCH_SLOT] + S::OFFSET + line * S::PITCH + seg * G::SEG,
-            (int)(rest < G::SEG ? rest : G::SEG)};
+            (int)(rest < G::SEG ? rest : G::SEG), ptr + S::SPAN_LO, ptr + S::SPAN_HI};
 }
 
 // Unit u of both operands: A's first, then B's.
@@ -308,11 +311,13 @@ __device__ __forceinline__ uint4 dj_shared_unaligned16(const unsigned char *from
 // first element S::line(l) elements into DjArgs.ptr[S::SLOT], contiguous) into the scratch
 // at byte S::OFFSET, lines S::PITCH bytes apart, through `buffer` (BUFFER bytes of shared
 // memory, 16-byte aligned) in two halves: while the threads write one round's units from
-// one half, the next round's loads are already in flight into the other. A round is SLOTS
-// units per CTA, each taken by one warp (which works out where the unit lies once, not per
-// piece): its lanes read the aligned 16-byte pieces that hold the unit's bytes into its slot
-// (by cp.async, which keeps them in flight without holding registers; the pieces cut by the
-// unit's ends byte by byte, so that nothing outside the tensor is read), then write the
+// one half, the next round's loads are already in flight into the other. A round is up to
+// SLOTS units per CTA (`slots`: fewer where that spreads the copy over every CTA), each
+// taken by one warp (which works out where the unit lies once, not per piece): its lanes
+// read the aligned 16-byte pieces that hold the unit's bytes into its slot (by cp.async,
+// which keeps them in flight without holding registers; a piece may hold bytes around the
+// unit, which belong to the tensor's buffer all the same, and only a piece that reaches past
+// the tensor's span goes byte by byte, so that nothing outside it is read), then write the
 // unit's bytes, shifted to the slot's start, as 16-byte stores (the last one may run into
 // the line's padding, which TMA never reads).
 template <unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, unsigned char *buffer)
@@ -322,10 +327,15 @@ template <unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, uns
     constexpr int SLOT_BYTES = SEG + 16, HALF = (int)(BUFFER / 2 / 16 * 16), WARPS = DJ_THREADS / 32;
     constexpr int SLOTS = HALF / SLOT_BYTES;
     static_assert(SLOTS >= 1, "each half of the pipeline's stages holds at least one unit");
+    // A round takes no more units per CTA than spread the copy over every CTA (1000 lines
+    // of 154 bytes in 372-unit rounds went to three CTAs, 31 units a warp in turn, with
+    // bytes loaded one by one at each unit's ends: 43 us for a 1000x77x1000 GEMM).
+    const dj_i64 spread = (UNITS + gridDim.x - 1) / gridDim.x;
+    const int slots = spread < SLOTS ? (int)spread : SLOTS;
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const dj_i64 step = (dj_i64)gridDim.x * SLOTS;
+    const dj_i64 step = (dj_i64)gridDim.x * slots;
     auto load = [&](dj_i64 first, unsigned char *half) {
-        for (int s = warp; s < SLOTS && first + s < UNITS; s += WARPS) {
+        for (int s = warp; s < slots && first + s < UNITS; s += WARPS) {
             const DjUnit un = dj_unit(args, first + s);
             const unsigned char *base = (const unsigned char *)((dj_u64)un.begin & ~(dj_u64)15);
             const unsigned char *end = un.begin + un.length;
@@ -333,7 +343,7 @@ template <unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, uns
             for (int q = lane; base + 16 * q < end; q += 32) {
                 const unsigned char *at = base + 16 * q;
                 unsigned char *to = slot + 16 * q;
-                if (at >= un.begin && at + 16 <= end) {
+                if (at >= un.span_lo && at + 16 <= un.span_hi) {
                     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dj_smem_u32(to)), "l"(at)
                                  : "memory");
                 } else {
@@ -354,14 +364,14 @@ template <unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, uns
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
     auto store = [&](dj_i64 first, const unsigned char *half) {
-        for (int s = warp; s < SLOTS && first + s < UNITS; s += WARPS) {
+        for (int s = warp; s < slots && first + s < UNITS; s += WARPS) {
             const DjUnit un = dj_unit(args, first + s);
             const unsigned char *from = half + s * SLOT_BYTES + ((dj_u64)un.begin & 15);
             for (int c = lane; 16 * c < un.length; c += 32)
                 *(uint4 *)(un.dst + 16 * c) = dj_shared_unaligned16(from + 16 * c);
         }
     };
-    dj_i64 first = (dj_i64)blockIdx.x * SLOTS;
+    dj_i64 first = (dj_i64)blockIdx.x * slots;
     if (first < UNITS)
         load(first, buffer);
     for (int h = 0; first < UNITS; first += step, h ^= 1) {
