@@ -194,7 +194,8 @@ static void split_against_reference(void **state)
  * of 16-bit inputs, 1e-2, for both: the fp8 products are exact, but Hopper's fp8 wgmma
  * adds them with fewer mantissa bits than fp32 (measured on the H200: 2.4e-4 against the
  * float64 reference at K = 400, where fp32 sums would stay near 1e-7). Odd M and N, K a
- * multiple of 16 (rows of 16 bytes) but not of the 128-deep K tile, broadcast batches. */
+ * multiple of 16 (rows of 16 bytes) but not of the 128-deep K tile, broadcast batches; and
+ * HALF compute, which accumulates in wgmma's f16 accumulator. */
 static void fp8_against_reference(void **state)
 {
     (void)state;
@@ -203,22 +204,29 @@ static void fp8_against_reference(void **state)
         dnnjit_data_type_t a, b, out;
         int64_t batch_a, batch_b, m, n, k;
         bool every_knob;
+        dnnjit_data_type_t compute; /* the matmul's */
     } cases[] = {
         {"every knob 264x200x400 e4m3 float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 400, true},
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 400, true, DNNJIT_DATA_TYPE_FLOAT},
         {"300x72x4096 e4m3 x e5m2 bf16", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2,
-         DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 4096, false},
+         DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 4096, false, DNNJIT_DATA_TYPE_FLOAT},
         {"7x1000x16 e5m2 x e4m3 float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 1000, 16, false},
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 1000, 16, false, DNNJIT_DATA_TYPE_FLOAT},
         {"batch bcast B 1000x77x144 e5m2 float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E5M2,
-         DNNJIT_DATA_TYPE_FLOAT, 3, 1, 1000, 77, 144, false},
+         DNNJIT_DATA_TYPE_FLOAT, 3, 1, 1000, 77, 144, false, DNNJIT_DATA_TYPE_FLOAT},
         {"512^3 e4m3 bf16", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_BFLOAT16, 2, 2,
-         512, 512, 512, false},
+         512, 512, 512, false, DNNJIT_DATA_TYPE_FLOAT},
         /* Rows of 100 and 77 bytes: staged. */
         {"300x200x100 e4m3 staged float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FLOAT,
-         1, 1, 300, 200, 100, false},
+         1, 1, 300, 200, 100, false, DNNJIT_DATA_TYPE_FLOAT},
         {"every knob 129x130x77 e5m2 x e4m3 staged float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_FLOAT, 2, 1, 129, 130, 77, true},
+         DNNJIT_DATA_TYPE_FLOAT, 2, 1, 129, 130, 77, true, DNNJIT_DATA_TYPE_FLOAT},
+        /* fp16 accumulation (wgmma's f16 accumulator): K of 1024 rounds the sums to halves
+         * 32 times (one k32 wgmma each). */
+        {"every knob 264x200x400 e4m3 half-acc float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3,
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 400, true, DNNJIT_DATA_TYPE_HALF},
+        {"batch bcast B 300x72x1024 e5m2 x e4m3 half-acc bf16", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E4M3,
+         DNNJIT_DATA_TYPE_BFLOAT16, 2, 1, 300, 72, 1024, false, DNNJIT_DATA_TYPE_HALF},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = tu_gpu_graph(cases[i].out);
@@ -226,7 +234,7 @@ static void fp8_against_reference(void **state)
         dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(cases[i].batch_a, cases[i].m, k), NULL, cases[i].a);
         dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(cases[i].batch_b, k, n), TU_DIMS(k * n, 1, k), cases[i].b);
         dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT), y;
-        TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &y));
+        TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.compute_data_type = cases[i].compute}, &y));
         TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, y, scale, 0, &y));
         TU_OK(dnnjit_tensor_set_output(g, y, true));
         run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2, NULL);

@@ -290,13 +290,13 @@ static void sass_has_hgmma_and_utmaldg(void **state)
 /* y = (A @ B) * scale as BFLOAT16, A and B fp8 (of the given types) and K-major: B is
  * column-major. The scale stands for the product of the operands' per-tensor scales. */
 static dnnjit_graph_t fp8_graph(dnnjit_handle_t h, dnnjit_data_type_t ta, dnnjit_data_type_t tb, int64_t m, int64_t n,
-                                int64_t k)
+                                int64_t k, dnnjit_data_type_t compute)
 {
     dnnjit_graph_t g = tu_graph_on(h, "fp8", DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, m, k), NULL, ta);
     dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, k, n), TU_DIMS(k * n, 1, k), tb), c;
     dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
-    TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm", .compute_data_type = compute}, &c));
     TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "descale", .mode = DNNJIT_POINTWISE_MUL}, c,
                                  scale, 0, &c));
     TU_OK(dnnjit_tensor_set_output(g, c, true));
@@ -313,7 +313,7 @@ static void fp8_operands(void **state)
     static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2};
     static const char *const ptx[] = {"e4m3", "e5m2"};
     for (int i = 0; i < 4; i++) {
-        dnnjit_graph_t g = fp8_graph(NULL, types[i >> 1], types[i & 1], 200, 272, 336);
+        dnnjit_graph_t g = fp8_graph(NULL, types[i >> 1], types[i & 1], 200, 272, 336, DNNJIT_DATA_TYPE_FLOAT);
         dnnjit__partition_t p;
         TU_OK(dnnjit__partition(g, &p));
         assert_int_equal(p.group_count, 1);
@@ -341,10 +341,22 @@ static void fp8_operands(void **state)
         assert_int_equal(compiled, i == 0 ? 30 : 6);
         dnnjit_graph_destroy(g);
     }
+    /* HALF compute: wgmma's f16 accumulator, a register of two halves per column pair. */
+    dnnjit_graph_t half = fp8_graph(NULL, types[0], types[1], 200, 272, 336, DNNJIT_DATA_TYPE_HALF);
+    dnnjit__partition_t hp;
+    TU_OK(dnnjit__partition(half, &hp));
+    dnnjit__kernel_t hk;
+    TU_OK(engine->generate(half, &hp, &hp.groups[0], 0, &hk));
+    assert_non_null(strstr(hk.source, "k32.f16.e4m3.e5m2 {"));
+    assert_non_null(strstr(hk.source, "using DjAcc = unsigned;"));
+    dnnjit__kernel_free(&hk);
+    dnnjit__partition_free(&hp);
+    assert_int_equal(compile_knobs(half, false), 6);
+    dnnjit_graph_destroy(half);
     /* Mode A on sm_90a takes the engine for a big fp8 GEMM, with the 16-bit rules' pick. */
     dnnjit_handle_t h = NULL;
     TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
-    dnnjit_graph_t big = fp8_graph(h, types[0], types[0], 8192, 8192, 8192);
+    dnnjit_graph_t big = fp8_graph(h, types[0], types[0], 8192, 8192, 8192, DNNJIT_DATA_TYPE_FLOAT);
     char *a = tu_first_plan(big, DNNJIT_HEUR_MODE_A);
     assert_string_equal(a, "gemm_sm90_128x256x64_s4_staged");
     dnnjit_free(a);
@@ -382,7 +394,8 @@ static void staged_operands(void **state)
         int64_t a_lines, a_inner, b_lines, b_inner, esize;
     } cases[] = {
         {odd, true, true, 4097, 4099, 4099, 4095, 2},
-        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40), true, true, 200, 40,
+        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT),
+         true, true, 200, 40,
          136, 40, 1},
         {batched, true, false, 300, 40, 0, 0, 2},
     };

@@ -2,7 +2,7 @@
  * persistent, warp-specialised kernel (src/kernels/gemm_wgmma.cuh) in which a producer
  * warpgroup loads operand tiles with TMA and two consumer warpgroups multiply them with
  * wgmma. fp16 and bf16 inputs, or fp8 (E4M3 and E5M2, in any pair), with fp32
- * accumulation; per-tensor scales of fp8 operands are pointwise multiplications of the
+ * accumulation (fp8 also with fp16 accumulation, for HALF compute); per-tensor scales of fp8 operands are pointwise multiplications of the
  * product, which the fused epilogue applies. Each 16-bit operand is read in the order it has
  * in memory (K-major, or M/N-major through wgmma's transpose bits), so transposes cost
  * nothing; wgmma reads fp8 operands K-major only; sizes and the batch layout are compiled in, the buffers' addresses reach the
@@ -106,7 +106,8 @@ typedef struct problem {
     const dnnjit__node_t *mm;
     const dnnjit__tensor_t *c;
     int64_t m, n, k, batch;
-    int esize; /* bytes per element of A and B: 2, or 1 for fp8 */
+    int esize;  /* bytes per element of A and B: 2, or 1 for fp8 */
+    bool acc16; /* fp8 operands accumulated in halves (HALF compute), wgmma's f16 accumulator */
     operand_t a, b;
     /* The scratch, bytes in all or 0: the grid barrier's counter (staging), split-K's
      * arrival counters (one per tile, from byte `counters`) and partial tiles (from byte
@@ -253,10 +254,13 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
                  "A is %s, B is %s", dnnjit_data_type_name(a->resolved_type), dnnjit_data_type_name(b->resolved_type));
         return false;
     }
-    if (dnnjit__node_compute_type(g, mm) != DNNJIT_DATA_TYPE_FLOAT) {
-        snprintf(why, why_size, "the sm_90 GEMM accumulates in FLOAT only");
+    dnnjit_data_type_t compute = dnnjit__node_compute_type(g, mm);
+    if (compute != DNNJIT_DATA_TYPE_FLOAT && !(fp8 && compute == DNNJIT_DATA_TYPE_HALF)) {
+        snprintf(why, why_size, "the sm_90 GEMM accumulates in FLOAT (or in HALF with fp8 operands), not %s",
+                 dnnjit_data_type_name(compute));
         return false;
     }
+    p->acc16 = compute == DNNJIT_DATA_TYPE_HALF;
     p->mm = mm;
     p->c = c;
     p->m = c->dim[c->ndim - 2];
@@ -634,17 +638,19 @@ static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *
     dnnjit__sb_append(sb, "        return e;\n    }\n};\n");
 }
 
-/* dj_wgmma: one m64n<bn>k<32 bytes> wgmma on shared-memory descriptors, accumulating
- * (scale-d 1) into the thread's bn/2 floats; for 16-bit operands the transpose bits select
+/* DjAcc, DJ_ACC_REGS and dj_wgmma: one m64n<bn>k<32 bytes> wgmma on shared-memory
+ * descriptors, accumulating (scale-d 1) into the thread's bn/2 floats, or with fp16
+ * accumulation bn/4 registers of two halves; for 16-bit operands the transpose bits select
  * M- or N-major ones (fp8 ones are K-major, and the instruction has no such bits). */
 static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
 {
-    int acc = bn / 2;
-    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma(float (&d)[DJ_ACC], dj_u64 desc_a, dj_u64 desc_b)\n"
+    int acc = p->acc16 ? bn / 4 : bn / 2;
+    dnnjit__sb_printf(sb, "using DjAcc = %s;\nconstexpr int DJ_ACC_REGS = %d;\n", p->acc16 ? "unsigned" : "float", acc);
+    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma(DjAcc (&d)[DJ_ACC_REGS], dj_u64 desc_a, dj_u64 desc_b)\n"
                           "{\n    asm volatile(\"{\\n.reg .pred p;\\n\"\n");
     dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\n\"\n", acc + 2);
-    dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {", bn, 32 / p->esize,
-                      wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
+    dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", bn, 32 / p->esize,
+                      p->acc16 ? "f16" : "f32", wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
     for (int i = 0; i < acc; i++)
         dnnjit__sb_printf(sb, "%s%%%d", i ? ", " : "", i);
     if (p->esize == 1)
@@ -653,7 +659,8 @@ static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
         dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n                 : ", acc, acc + 1,
                           p->a.kmajor ? 0 : 1, p->b.kmajor ? 0 : 1);
     for (int i = 0; i < acc; i++)
-        dnnjit__sb_printf(sb, "%s\"+f\"(d[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "", i);
+        dnnjit__sb_printf(sb, "%s\"+%s\"(d[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "",
+                          p->acc16 ? "r" : "f", i);
     dnnjit__sb_append(sb, "\n                 : \"l\"(desc_a), \"l\"(desc_b), \"r\"(1));\n}\n");
 }
 

@@ -25,11 +25,15 @@
 //   DJ_CLUSTER DJ_CLUSTER_DIMS  CTAs per cluster (1 or 2) and the kernel's cluster attribute
 //   DJ_M DJ_N DJ_K DJ_BATCH   the problem
 //   DJ_ACC                    accumulators per consumer thread: 64 x DJ_BN / 128
+//   DjAcc DJ_ACC_REGS         wgmma's accumulator registers: DJ_ACC floats, or with fp16
+//                             accumulation (fp8 operands, HALF compute) DJ_ACC / 2 32-bit
+//                             registers of two halves each (the floats' fragment positions in
+//                             pairs), which become floats for the epilogue after the K walk
 //   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
 //       axis, the rank of its tensor map, and the map's batch coordinates of batch entry b
 //   DJ_B_KMAJOR DJ_B_RANK dj_b_batch_coords(b, c)   the same for B over [N, K]
-//   dj_wgmma(d, desc_a, desc_b)   one m64n<DJ_BN>k<DJ_WK> wgmma accumulating into d, with the
-//       transpose bits of the operands' majors
+//   dj_wgmma(d, desc_a, desc_b)   one m64n<DJ_BN>k<DJ_WK> wgmma accumulating into d (DjAcc
+//       registers), with the transpose bits of the operands' majors
 //   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
 //       and (when pair) col + 1; stores every output
 //   DJ_STAGING DJ_SCRATCH_SLOT   whether an operand's strides are ones TMA cannot take, so
@@ -212,11 +216,30 @@ template <int N> __device__ __forceinline__ void dj_wgmma_wait()
 
 // Keeps the compiler from moving accesses to the accumulators across the asynchronous
 // wgmma that owns them.
-__device__ __forceinline__ void dj_fence_acc(float (&d)[DJ_ACC])
+__device__ __forceinline__ void dj_fence_reg(float &v) { asm volatile("" : "+f"(v)::"memory"); }
+__device__ __forceinline__ void dj_fence_reg(unsigned &v) { asm volatile("" : "+r"(v)::"memory"); }
+template <class T, int N> __device__ __forceinline__ void dj_fence_acc(T (&d)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        dj_fence_reg(d[i]);
+}
+
+// The accumulators as DJ_ACC floats for the epilogue: as they are, or each register's two
+// halves (the lower one the first of the column pair).
+__device__ __forceinline__ void dj_acc_floats(const float (&d)[DJ_ACC], float (&acc)[DJ_ACC])
 {
 #pragma unroll
     for (int i = 0; i < DJ_ACC; i++)
-        asm volatile("" : "+f"(d[i])::"memory");
+        acc[i] = d[i];
+}
+__device__ __forceinline__ void dj_acc_floats(const unsigned (&d)[DJ_ACC / 2], float (&acc)[DJ_ACC])
+{
+#pragma unroll
+    for (int i = 0; i < DJ_ACC / 2; i++) {
+        acc[2 * i] = dj_to_float(dj_half{(unsigned short)(d[i] & 0xFFFFu)});
+        acc[2 * i + 1] = dj_to_float(dj_half{(unsigned short)(d[i] >> 16)});
+    }
 }
 
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
@@ -658,6 +681,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     const int consumer = warpgroup - 1, lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32 % 4;
+    DjAcc mma[DJ_ACC_REGS];
     float acc[DJ_ACC];
     int it = 0;
     for (dj_i64 work = first_work; work < DJ_WORK; work += work_step) {
@@ -665,8 +689,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         int tm, tn;
         dj_tile_of(work, rank, batch, tm, tn);
 #pragma unroll
-        for (int i = 0; i < DJ_ACC; i++)
-            acc[i] = 0.0f;
+        for (int i = 0; i < DJ_ACC_REGS; i++)
+            mma[i] = 0;
         int previous = -1, k_begin, k_end;
         dj_k_range((int)(work % DJ_SPLITS), k_begin, k_end);
         // A consumer whose 64 rows all lie past M (the second half of a tile of 64 rows or
@@ -683,27 +707,28 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                 continue;
             }
             const unsigned sa = a_stages + s * DJ_A_STAGE + consumer * DJ_CHUNK, sb = b_stages + s * DJ_B_STAGE;
-            dj_fence_acc(acc);
+            dj_fence_acc(mma);
             dj_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < DJ_BK / DJ_WK; kk++)
-                dj_wgmma(acc, dj_operand_desc<DJ_A_KMAJOR>(sa, kk), dj_operand_desc<DJ_B_KMAJOR>(sb, kk));
+                dj_wgmma(mma, dj_operand_desc<DJ_A_KMAJOR>(sa, kk), dj_operand_desc<DJ_B_KMAJOR>(sb, kk));
             dj_wgmma_commit();
-            dj_fence_acc(acc);
+            dj_fence_acc(mma);
             // The previous stage's wgmma has finished reading once at most this one is in
             // flight: hand that stage back to the producer.
             if (previous >= 0) {
                 dj_wgmma_wait<1>();
-                dj_fence_acc(acc);
+                dj_fence_acc(mma);
                 if (lane == 0)
                     dj_release(empty(previous), rank);
             }
             previous = s;
         }
         dj_wgmma_wait<0>();
-        dj_fence_acc(acc);
+        dj_fence_acc(mma);
         if (previous >= 0 && lane == 0)
             dj_release(empty(previous), rank);
+        dj_acc_floats(mma, acc);
         if constexpr (DJ_SPLITS > 1)
             if (!dj_split_sum(acc, work / DJ_SPLITS, (int)(work % DJ_SPLITS),
                               tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4, args, split_last))
