@@ -169,11 +169,22 @@ def python_execute_host_time(build, cache_dir):
             "plan": graph.get_plan_name_at_index(graph.get_chosen_plan_index())}
 
 
+def checkout_commit():
+    """The short hash of the checkout's HEAD, or "unknown" where there is no git history
+    (a copy of the working tree, as the GPU machine gets: pass DNNJIT_COMMIT there)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build-gpu")
     ap.add_argument("--out", default=".")
-    ap.add_argument("--commit", default=os.environ.get("DNNJIT_COMMIT", "unknown"))
+    ap.add_argument("--commit", default=os.environ.get("DNNJIT_COMMIT") or checkout_commit(),
+                    help="the commit measured (default: $DNNJIT_COMMIT, else the checkout's HEAD)")
     ap.add_argument("--readme", help="a result file whose table replaces README.md's")
     ap.add_argument("--no-rows", action="store_true", help="skip the row-op cases")
     ap.add_argument("--rows-all-plans", action="store_true", help="also time every plan of the rows engine")
