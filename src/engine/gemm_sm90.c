@@ -62,12 +62,6 @@ enum {
     EPI_STRIDE = EPI_COLS + 8,
 };
 
-/* ptxas at -O1 instead of its default -O3: measured on NVRTC 13 for sm_90a, the main loop
- * comes out the same 100 instructions in another order, with the same registers and no
- * spills, and the compile takes about 5% less (-O2 made byte-identical code in the same
- * time). */
-#define SM90_PTXAS_OPTION "--ptxas-options=-O1"
-
 /* Opt-in shared memory per block on sm_90. */
 #define SMEM_LIMIT (227 * 1024)
 
@@ -644,37 +638,30 @@ static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *
     dnnjit__sb_append(sb, "        return e;\n    }\n};\n");
 }
 
-/* DjAcc, DJ_ACC_REGS and dj_wgmma4: a K tile's four m64n<bn>k<32 bytes> wgmma on
- * shared-memory descriptors, accumulating (scale-d 1) into the thread's bn/2 floats, or with fp16
+/* DjAcc, DJ_ACC_REGS and dj_wgmma: one m64n<bn>k<32 bytes> wgmma on shared-memory
+ * descriptors, accumulating (scale-d 1) into the thread's bn/2 floats, or with fp16
  * accumulation bn/4 registers of two halves; for 16-bit operands the transpose bits select
  * M- or N-major ones (fp8 ones are K-major, and the instruction has no such bits). */
 static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
 {
     int acc = p->acc16 ? bn / 4 : bn / 2;
     dnnjit__sb_printf(sb, "using DjAcc = %s;\nconstexpr int DJ_ACC_REGS = %d;\n", p->acc16 ? "unsigned" : "float", acc);
-    /* The K tile's four wgmma in one asm statement: four statements of DJ_ACC_REGS tied
-     * operands each cost NVVM more compile time. */
-    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma4(DjAcc (&d)[DJ_ACC_REGS], dj_u64 a0, dj_u64 b0, "
-                          "dj_u64 a1, dj_u64 b1, dj_u64 a2, dj_u64 b2, dj_u64 a3, dj_u64 b3)\n"
+    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma(DjAcc (&d)[DJ_ACC_REGS], dj_u64 desc_a, dj_u64 desc_b)\n"
                           "{\n    asm volatile(\"{\\n.reg .pred p;\\n\"\n");
-    dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\n\"\n", acc + 8);
-    for (int k = 0; k < 4; k++) {
-        dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", bn, 32 / p->esize,
-                          p->acc16 ? "f16" : "f32", wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
-        for (int i = 0; i < acc; i++)
-            dnnjit__sb_printf(sb, "%s%%%d", i ? ", " : "", i);
-        if (p->esize == 1)
-            dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1;\\n\"\n", acc + 2 * k, acc + 2 * k + 1);
-        else
-            dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n\"\n", acc + 2 * k, acc + 2 * k + 1,
-                              p->a.kmajor ? 0 : 1, p->b.kmajor ? 0 : 1);
-    }
-    dnnjit__sb_append(sb, "                 \"}\\n\"\n                 : ");
+    dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\n\"\n", acc + 2);
+    dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", bn, 32 / p->esize,
+                      p->acc16 ? "f16" : "f32", wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
+    for (int i = 0; i < acc; i++)
+        dnnjit__sb_printf(sb, "%s%%%d", i ? ", " : "", i);
+    if (p->esize == 1)
+        dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1;\\n}\\n\"\n                 : ", acc, acc + 1);
+    else
+        dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n                 : ", acc, acc + 1,
+                          p->a.kmajor ? 0 : 1, p->b.kmajor ? 0 : 1);
     for (int i = 0; i < acc; i++)
         dnnjit__sb_printf(sb, "%s\"+%s\"(d[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "",
                           p->acc16 ? "r" : "f", i);
-    dnnjit__sb_append(sb, "\n                 : \"l\"(a0), \"l\"(b0), \"l\"(a1), \"l\"(b1), \"l\"(a2), \"l\"(b2), "
-                          "\"l\"(a3), \"l\"(b3), \"r\"(1));\n}\n");
+    dnnjit__sb_append(sb, "\n                 : \"l\"(desc_a), \"l\"(desc_b), \"r\"(1));\n}\n");
 }
 
 static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t *part, const dnnjit__group_t *grp,
@@ -729,7 +716,6 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     if (!k->source)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "gemm_sm90 engine: out of memory generating source");
     snprintf(k->entry, sizeof k->entry, "dj_gemm_sm90");
-    k->compile_option = SM90_PTXAS_OPTION;
     /* Whole clusters: SM_COUNT is even. Every SM takes a share of the copies of staged
      * operands, and waits for the others at the barrier: the launch is cooperative. */
     int64_t work = p.batch * tiles_of(&p, &kn) * kn.splits;

@@ -32,8 +32,8 @@
 //   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
 //       axis, the rank of its tensor map, and the map's batch coordinates of batch entry b
 //   DJ_B_KMAJOR DJ_B_RANK dj_b_batch_coords(b, c)   the same for B over [N, K]
-//   dj_wgmma4(d, a0, b0, ..., a3, b3)   a K tile's four m64n<DJ_BN>k<DJ_WK> wgmma on descriptor
-//       pairs, accumulating into d (DjAcc registers), with the transpose bits of the majors
+//   dj_wgmma(d, desc_a, desc_b)   one m64n<DJ_BN>k<DJ_WK> wgmma accumulating into d (DjAcc
+//       registers), with the transpose bits of the operands' majors
 //   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
 //       and (when pair) col + 1; stores every output
 //   DJ_STAGING DJ_SCRATCH_SLOT   whether an operand's strides are ones TMA cannot take, so
@@ -89,7 +89,6 @@ static_assert(DJ_WK * DJ_ESIZE == 32, "one wgmma reads 32 bytes of each row");
 static_assert(DJ_ESIZE == 2 || (DJ_A_KMAJOR && DJ_B_KMAJOR), "wgmma reads fp8 operands K-major only");
 static_assert(DJ_BM == 128, "two consumer warpgroups of 64 rows each");
 static_assert(DJ_BN % 64 == 0 && DJ_BN <= 256 && DJ_ACC == DJ_BN / 2, "wgmma's N and TMA's box");
-static_assert(DJ_BN / DJ_EPI_COLS <= 8, "the staged epilogue's switch has eight cases");
 static_assert(DJ_EPI_COLS == 32 && DJ_BN % DJ_EPI_COLS == 0, "a half-warp's 16 pairs span one staged chunk");
 static_assert(DJ_CLUSTER == 1 || DJ_CLUSTER == 2, "clusters of one or two CTAs");
 static_assert(DJ_SPLITS == 1 || (DJ_CLUSTER == 1 && DJ_KTILES >= DJ_SPLITS), "every split of a lone CTA walks K");
@@ -260,17 +259,6 @@ template <bool KMAJOR> __device__ __forceinline__ dj_u64 dj_operand_desc(unsigne
         return dj_desc(stage + kk * 32, 16, 1024);
     else
         return dj_desc(stage + kk * 16 * 128, DJ_CHUNK, 1024);
-}
-
-// The K tile's DJ_BK / DJ_WK wgmma (four) at stages sa and sb, from the generator's dj_wgmma4: one
-// asm statement for all four instead of four (each with DJ_ACC tied operands) saves compile time.
-__device__ __forceinline__ void dj_wgmma_ktile(DjAcc (&d)[DJ_ACC_REGS], unsigned sa, unsigned sb)
-{
-    static_assert(DJ_BK / DJ_WK == 4, "four wgmma per K tile");
-    dj_wgmma4(d, dj_operand_desc<DJ_A_KMAJOR>(sa, 0), dj_operand_desc<DJ_B_KMAJOR>(sb, 0),
-              dj_operand_desc<DJ_A_KMAJOR>(sa, 1), dj_operand_desc<DJ_B_KMAJOR>(sb, 1),
-              dj_operand_desc<DJ_A_KMAJOR>(sa, 2), dj_operand_desc<DJ_B_KMAJOR>(sb, 2),
-              dj_operand_desc<DJ_A_KMAJOR>(sa, 3), dj_operand_desc<DJ_B_KMAJOR>(sb, 3));
 }
 
 // A consumer warp's release of a stage: an arrival on its `empty` barrier in every CTA of
@@ -532,28 +520,6 @@ __device__ __forceinline__ void dj_load_operand(unsigned dst, const DjTensorMap 
     }
 }
 
-// A float pair into shared memory through inline PTX: as plain stores, the accumulators'
-// copies cost the NVVM optimizer much more compile time.
-__device__ __forceinline__ void dj_sts2(float *p, float a, float b)
-{
-    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(dj_smem_u32(p)), "f"(a), "f"(b) : "memory");
-}
-
-// Chunk CHUNK of the accumulators (DJ_EPI_COLS columns) into a warp's staged-epilogue rows.
-template <int CHUNK> __device__ __forceinline__ void dj_epi_stage(float *rows, const float (&acc)[DJ_ACC], int lane)
-{
-    if constexpr (CHUNK < DJ_BN / DJ_EPI_COLS) {
-#pragma unroll
-        for (int jj = 0; jj < DJ_EPI_COLS / 8; jj++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int j = CHUNK * (DJ_EPI_COLS / 8) + jj;
-                dj_sts2(&rows[(lane / 4 + 8 * h) * DJ_EPI_STRIDE + jj * 8 + 2 * (lane % 4)], acc[4 * j + 2 * h],
-                        acc[4 * j + 2 * h + 1]);
-            }
-    }
-}
-
 // ---- split-K ------------------------------------------------------------------------
 
 __device__ __forceinline__ float4 dj_load_cg4(const float4 *p)
@@ -743,12 +709,16 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             const unsigned sa = a_stages + s * DJ_A_STAGE + consumer * DJ_CHUNK, sb = b_stages + s * DJ_B_STAGE;
             dj_fence_acc(mma);
             dj_wgmma_fence();
-            dj_wgmma_ktile(mma, sa, sb);
+#pragma unroll
+            for (int kk = 0; kk < DJ_BK / DJ_WK; kk++)
+                dj_wgmma(mma, dj_operand_desc<DJ_A_KMAJOR>(sa, kk), dj_operand_desc<DJ_B_KMAJOR>(sb, kk));
             dj_wgmma_commit();
+            dj_fence_acc(mma);
             // The previous stage's wgmma has finished reading once at most this one is in
             // flight: hand that stage back to the producer.
             if (previous >= 0) {
                 dj_wgmma_wait<1>();
+                dj_fence_acc(mma);
                 if (lane == 0)
                     dj_release(empty(previous), rank);
             }
@@ -771,21 +741,16 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         if constexpr (DJ_STAGED_EPILOGUE) {
             float *const rows = epi_rows + (consumer * 4 + warp) * 16 * DJ_EPI_STRIDE;
             const int row0 = tm * DJ_BM + consumer * 64 + warp * 16;
-            // One copy of the chunk loop (not unrolled: eight copies of the readback loop cost
-            // the compilers more time than the kernel gains); the switch keeps the indices into
-            // acc constant, so that it stays in registers.
-#pragma unroll 1
+#pragma unroll
             for (int chunk = 0; chunk < DJ_BN / DJ_EPI_COLS; chunk++) {
-                switch (chunk) {
-                case 0: dj_epi_stage<0>(rows, acc, lane); break;
-                case 1: dj_epi_stage<1>(rows, acc, lane); break;
-                case 2: dj_epi_stage<2>(rows, acc, lane); break;
-                case 3: dj_epi_stage<3>(rows, acc, lane); break;
-                case 4: dj_epi_stage<4>(rows, acc, lane); break;
-                case 5: dj_epi_stage<5>(rows, acc, lane); break;
-                case 6: dj_epi_stage<6>(rows, acc, lane); break;
-                case 7: dj_epi_stage<7>(rows, acc, lane); break;
-                }
+#pragma unroll
+                for (int jj = 0; jj < DJ_EPI_COLS / 8; jj++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int j = chunk * (DJ_EPI_COLS / 8) + jj;
+                        *(float2 *)&rows[(lane / 4 + 8 * h) * DJ_EPI_STRIDE + jj * 8 + 2 * (lane % 4)] =
+                            make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                    }
                 __syncwarp();
                 // Lanes 0-15 take the even rows, 16-31 the odd ones, a column pair each.
                 const int col = tn * DJ_BN + chunk * DJ_EPI_COLS + 2 * (lane % 16);
