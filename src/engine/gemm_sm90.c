@@ -2,8 +2,9 @@
  * persistent, warp-specialised kernel (src/kernels/gemm_wgmma.cuh) in which a producer
  * warpgroup loads operand tiles with TMA and two consumer warpgroups multiply them with
  * wgmma. fp16 and bf16 inputs, or fp8 (E4M3 and E5M2, in any pair), with fp32
- * accumulation (fp8 also with fp16 accumulation, for HALF compute); per-tensor scales of fp8 operands are pointwise multiplications of the
- * product, which the fused epilogue applies. Each 16-bit operand is read in the order it has
+ * accumulation (fp8 also with fp16 accumulation, for HALF compute); per-tensor scales of
+ * fp8 operands are pointwise multiplications of the product, which the fused epilogue
+ * applies. Each 16-bit operand is read in the order it has
  * in memory (K-major, or M/N-major through wgmma's transpose bits), so transposes cost
  * nothing; wgmma reads fp8 operands K-major only; sizes and the batch layout are compiled in, the buffers' addresses reach the
  * kernel in tensor maps that execute encodes (dnnjit__kernel_t.tma). TMA needs a contiguous
@@ -196,6 +197,12 @@ static int64_t tiles_of(const problem_t *p, const knob_t *kn)
     return items_m * kn->cluster * ((p->n + kn->bn - 1) / kn->bn);
 }
 
+/* The persistent grid's work items: every split of every tile of every batch entry. */
+static int64_t work_items(const problem_t *p, const knob_t *kn)
+{
+    return p->batch * tiles_of(p, kn) * kn->splits;
+}
+
 /* Whether splitting K kn->splits ways can pay; false with `why` when not: the tiles must
  * leave SMs idle even split half as many ways, and each split must walk MIN_SPLIT_KTILES or
  * more K tiles. */
@@ -286,12 +293,11 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
      * also bounds their size). */
     operand_t *ops[2] = {&p->a, &p->b};
     int64_t end = 256, tiles = p->batch * tiles_of(p, kn);
-    p->counters = p->partials = p->zeroed = 0;
+    p->counters = p->partials = 0;
     if (kn->splits > 1 && split_pays(p, kn, NULL, 0)) {
         p->counters = end;
         p->partials = end = round256(end + tiles * 4);
         end += kn->splits * tiles * TILE_M * kn->bn * 4;
-        p->zeroed = p->partials;
     }
     for (int i = 0; i < 2; i++) {
         if (!ops[i]->staged)
@@ -302,9 +308,9 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
         }
         ops[i]->offset = end;
         end = round256(end + ops[i]->lines * ops[i]->pitch);
-        if (!p->zeroed)
-            p->zeroed = 4;
     }
+    /* Zeroed: the barrier's word and split-K's counters, all that precedes the partials. */
+    p->zeroed = p->partials ? p->partials : staging(p) ? 4 : 0;
     p->scratch = p->zeroed ? end : 0;
     return true;
 }
@@ -339,13 +345,20 @@ static int64_t smem_bytes(const knob_t *kn)
            (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
 }
 
+/* Whether the problem has 64 rows or fewer (a linear layer on a few tokens): its tiles,
+ * mostly empty rows, do little but stream B. */
+static bool streams_b(const problem_t *p)
+{
+    return 2 * p->m <= TILE_M;
+}
+
 /* The rows of A's box: a problem of 64 rows or fewer loads only the first consumer's 64
  * rows of each A tile (the other consumer has no rows inside M: it multiplies nothing),
  * and TMA does not fill the other 64 with zeros each stage. The kernel derives the same
  * from DJ_M (DJ_A_ROWS). */
 static int a_box_rows(const problem_t *p)
 {
-    return 2 * p->m <= TILE_M ? TILE_M / 2 : TILE_M;
+    return streams_b(p) ? TILE_M / 2 : TILE_M;
 }
 
 /* The rows of B's box: in a cluster each CTA loads half of a K-major B tile. */
@@ -414,7 +427,8 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     if (!arch || strcmp(arch, "sm_90a") != 0)
         snprintf(reason, sizeof reason, "wgmma and setmaxnreg need sm_90a, not %s", arch && *arch ? arch : "no GPU");
     else if (!describe(g, grp, &kn, &p, reason, sizeof reason) ||
-             !kernel_slots(g, grp, &p, &slots, reason, sizeof reason) || !maps_valid(&p, &kn, &slots, reason, sizeof reason) ||
+             !kernel_slots(g, grp, &p, &slots, reason, sizeof reason) ||
+             !maps_valid(&p, &kn, &slots, reason, sizeof reason) ||
              (kn.splits > 1 && !split_pays(&p, &kn, reason, sizeof reason))) {
     } else if (staging(&p) && kn.cluster > 1)
         snprintf(reason, sizeof reason, "%s's strides are not ones TMA takes, and the copy the kernel makes of it is "
@@ -446,7 +460,7 @@ static double wave_efficiency(const problem_t *p, const knob_t *kn)
 {
     knob_t alone = *kn;
     alone.cluster = 1;
-    int64_t work = p->batch * tiles_of(p, kn) * kn->splits, useful = p->batch * tiles_of(p, &alone) * kn->splits;
+    int64_t work = work_items(p, kn), useful = work_items(p, &alone);
     int64_t rounds = (work + SM_COUNT - 1) / SM_COUNT;
     return (double)useful / (double)(rounds * SM_COUNT);
 }
@@ -463,7 +477,7 @@ static double wave_efficiency(const problem_t *p, const knob_t *kn)
  * with four stages to 51.1 with five. */
 static double stage_rank(const problem_t *p, const knob_t *kn)
 {
-    if (!staging(p) && p->batch * tiles_of(p, kn) * kn->splits <= SM_COUNT)
+    if (!staging(p) && work_items(p, kn) <= SM_COUNT)
         return (5 - kn->stages) * 0.1;
     return kn->stages == 4 ? 0.0 : kn->stages == 5 ? 0.1 : 0.2;
 }
@@ -504,7 +518,7 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (!describe(g, grp, &kn, &p, why, sizeof why))
         return 1e30;
     double rate = 6.0e6 * (kn.bn == 256 ? 1.0 : 0.9) * (2 / p.esize);
-    int64_t work = p.batch * tiles_of(&p, &kn) * kn.splits;
+    int64_t work = work_items(&p, &kn);
     double rounds = (double)((work + SM_COUNT - 1) / SM_COUNT);
     double k_padded = (double)((p.k + tile_k(&p) - 1) / tile_k(&p) * tile_k(&p));
     double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / kn.splits / rate;
@@ -516,13 +530,6 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     double copies = staging(&p) ? 3.0 + 2.0 * (double)copied / 3.0e6 : 0;
     return 5.0 + copies + split_time(&p, &kn) + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) +
            stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&kn);
-}
-
-/* Whether the problem has 64 rows or fewer (a linear layer on a few tokens): its tiles,
- * mostly empty rows, do little but stream B. */
-static bool streams_b(const problem_t *p)
-{
-    return 2 * p->m <= TILE_M;
 }
 
 /* Microseconds for the work items of a problem of 64 rows or fewer to stream B, fitted to
@@ -537,7 +544,7 @@ static bool streams_b(const problem_t *p)
  * round of work items adds about 3 us of pipeline fill and drain. */
 static double stream_time(const problem_t *p, const knob_t *kn)
 {
-    int64_t items = p->batch * tiles_of(p, kn) * kn->splits, rounds = (items + SM_COUNT - 1) / SM_COUNT;
+    int64_t items = work_items(p, kn), rounds = (items + SM_COUNT - 1) / SM_COUNT;
     double per_cta_rate = (double)kn->bn * TILE_K_BYTES * kn->stages / 1.5;
     double per_cta = (double)rounds * kn->bn * (double)p->k / kn->splits * p->esize / per_cta_rate;
     double all = (double)p->batch * (double)p->n * (double)p->k * p->esize / 3.3e6 *
@@ -646,8 +653,8 @@ static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
 {
     int acc = p->acc16 ? bn / 4 : bn / 2;
     dnnjit__sb_printf(sb, "using DjAcc = %s;\nconstexpr int DJ_ACC_REGS = %d;\n", p->acc16 ? "unsigned" : "float", acc);
-    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma(DjAcc (&d)[DJ_ACC_REGS], dj_u64 desc_a, dj_u64 desc_b)\n"
-                          "{\n    asm volatile(\"{\\n.reg .pred p;\\n\"\n");
+    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma(DjAcc (&d)[DJ_ACC_REGS], dj_u64 desc_a, "
+                          "dj_u64 desc_b)\n{\n    asm volatile(\"{\\n.reg .pred p;\\n\"\n");
     dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\n\"\n", acc + 2);
     dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", bn, 32 / p->esize,
                       p->acc16 ? "f16" : "f32", wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
@@ -700,8 +707,9 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     emit_batch_coords(&sb, "b", &p.b);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_STAGING = %s;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n",
                       staging(&p) ? "true" : "false", k->scratch_slot);
-    dnnjit__sb_printf(&sb, "constexpr int DJ_SPLITS = %d;\nconstexpr dj_i64 DJ_SPLIT_COUNTERS = %lldLL, DJ_SPLIT_PARTIALS = %lldLL;\n",
-                      kn.splits, (long long)p.counters, (long long)p.partials);
+    dnnjit__sb_printf(&sb, "constexpr int DJ_SPLITS = %d;\n", kn.splits);
+    dnnjit__sb_printf(&sb, "constexpr dj_i64 DJ_SPLIT_COUNTERS = %lldLL, DJ_SPLIT_PARTIALS = %lldLL;\n",
+                      (long long)p.counters, (long long)p.partials);
     emit_stage(&sb, "A", &p.a, slot_a);
     emit_stage(&sb, "B", &p.b, slot_b);
     emit_wgmma(&sb, kn.bn, &p);
@@ -718,7 +726,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     snprintf(k->entry, sizeof k->entry, "dj_gemm_sm90");
     /* Whole clusters: SM_COUNT is even. Every SM takes a share of the copies of staged
      * operands, and waits for the others at the barrier: the launch is cooperative. */
-    int64_t work = p.batch * tiles_of(&p, &kn) * kn.splits;
+    int64_t work = work_items(&p, &kn);
     k->grid[0] = (unsigned)(work < SM_COUNT && !staging(&p) ? work : SM_COUNT);
     k->cooperative = staging(&p);
     k->grid[1] = k->grid[2] = 1;
