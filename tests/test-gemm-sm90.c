@@ -364,6 +364,21 @@ static void fp8_operands(void **state)
     dnnjit_handle_destroy(h);
 }
 
+/* The engine's verdict on knob `knob` for the graph's one group on sm_90a: the knob's name,
+ * and whether it is refused, with why. */
+typedef struct verdict {
+    char name[64], why[200];
+    bool refused;
+} verdict_t;
+
+static verdict_t verdict_of(dnnjit_graph_t g, const dnnjit__partition_t *p, int knob)
+{
+    verdict_t v = {.why = ""};
+    engine->knob_name(knob, v.name, sizeof v.name);
+    v.refused = !engine->supports(g, &p->groups[0], knob, "sm_90a", v.why, sizeof v.why);
+    return v;
+}
+
 /* The line pitch of a staged copy: `inner` elements rounded up to 128 bytes. */
 static int64_t pitch_of(int64_t inner, int64_t esize)
 {
@@ -405,13 +420,13 @@ static void staged_operands(void **state)
         TU_OK(dnnjit__partition(g, &p));
         int supported = 0, compiled = 0;
         for (int knob = 0; knob < engine->knob_count; knob++) {
-            char name[64], why[200] = "";
-            engine->knob_name(knob, name, sizeof name);
-            if (!engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why)) {
+            verdict_t v = verdict_of(g, &p, knob);
+            const char *name = v.name;
+            if (v.refused) {
                 if (strstr(name, "_mc2"))
-                    assert_non_null(strstr(why, "not combined with clusters"));
+                    assert_non_null(strstr(v.why, "not combined with clusters"));
                 else if (strstr(name, "_splitk"))
-                    assert_non_null(strstr(why, "split-K"));
+                    assert_non_null(strstr(v.why, "split-K"));
                 else
                     assert_non_null(strstr(name, "128x256x64_s5")); /* shared memory */
                 continue;
@@ -482,15 +497,14 @@ static void split_knobs(void **state)
         TU_OK(dnnjit__partition(g, &p));
         int supported = 0, compiled = 0;
         for (int knob = 0; knob < engine->knob_count; knob++) {
-            char name[64], why[200] = "";
-            engine->knob_name(knob, name, sizeof name);
-            const char *split = strstr(name, "_splitk");
+            verdict_t v = verdict_of(g, &p, knob);
+            const char *name = v.name, *split = strstr(name, "_splitk");
             if (!split)
                 continue;
             int splits = atoi(split + 7);
-            if (!engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why)) {
+            if (v.refused) {
                 assert_non_null(strstr(name, "128x256x64_s5"));
-                assert_non_null(strstr(why, "shared memory"));
+                assert_non_null(strstr(v.why, "shared memory"));
                 continue;
             }
             supported++;
@@ -535,11 +549,10 @@ static void split_knobs(void **state)
     dnnjit__partition_t p;
     TU_OK(dnnjit__partition(g, &p));
     for (int knob = 0; knob < engine->knob_count; knob++) {
-        char name[64], why[200] = "";
-        engine->knob_name(knob, name, sizeof name);
-        if (strstr(name, "_splitk") && !strstr(name, "128x256x64_s5")) {
-            assert_false(engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why));
-            assert_non_null(strstr(why, "already fill the 132 SMs"));
+        verdict_t v = verdict_of(g, &p, knob);
+        if (strstr(v.name, "_splitk") && !strstr(v.name, "128x256x64_s5")) {
+            assert_true(v.refused);
+            assert_non_null(strstr(v.why, "already fill the 132 SMs"));
         }
     }
     dnnjit__partition_free(&p);
@@ -618,16 +631,15 @@ static void refusals(void **state)
     TU_OK(dnnjit__partition(g, &p));
     int refused = 0;
     for (int knob = 0; knob < engine->knob_count; knob++) {
-        char why[200] = "", name[64];
-        engine->knob_name(knob, name, sizeof name);
-        if (!engine->supports(g, &p.groups[0], knob, "sm_90a", why, sizeof why)) {
+        verdict_t v = verdict_of(g, &p, knob);
+        if (v.refused) {
             /* One K tile: nothing to split. */
-            if (strstr(name, "_splitk")) {
-                assert_non_null(strstr(why, "split-K"));
+            if (strstr(v.name, "_splitk")) {
+                assert_non_null(strstr(v.why, "split-K"));
                 continue;
             }
-            assert_non_null(strstr(name, "128x256x64_s5"));
-            assert_non_null(strstr(why, "shared memory"));
+            assert_non_null(strstr(v.name, "128x256x64_s5"));
+            assert_non_null(strstr(v.why, "shared memory"));
             refused++;
         }
     }
