@@ -34,12 +34,13 @@
  *                            contain it run, and the first cases are left out; with
  *                            DNNJIT_BENCH_PLANS=FRAGMENT[,FRAGMENT...] only the plans whose
  *                            names contain one of them are timed, and the first (mode A's)
- *   dnnjit-bench rows [--all-plans]
+ *   dnnjit-bench rows [--all-plans] [FILTER]
  *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
  *                            backwards) on the issue-6 shapes: device time of the plan mode A
  *                            picks (and mode B's when it differs; every rows plan with
  *                            --all-plans) and the effective bandwidth, bytes of every input
- *                            read once and every output written once over the time
+ *                            read once and every output written once over the time; with
+ *                            FILTER only the cases whose names contain it
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -636,6 +637,13 @@ typedef enum row_bench_op {
 static const char *const row_bench_names[ROW_BENCH_OP_COUNT] = {
     "softmax_fwd", "layernorm_fwd", "rmsnorm_fwd", "add_rmsnorm", "softmax_bwd", "layernorm_bwd", "rmsnorm_bwd"};
 
+static void row_bench_label(char *buf, size_t size, row_bench_op_t op, int64_t rows, int64_t cols,
+                            dnnjit_data_type_t io)
+{
+    snprintf(buf, size, "rows/%s/%lldx%lld/%s", row_bench_names[op], (long long)rows, (long long)cols,
+             io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16");
+}
+
 static dnnjit_tensor_t row_tensor(dnnjit_graph_t g, const char *name, int64_t rows, int64_t cols,
                                   dnnjit_data_type_t type)
 {
@@ -761,8 +769,7 @@ static void row_bench_case(dnnjit_handle_t h, row_bench_op_t op, int64_t rows, i
     double bytes;
     size_t n = row_bench_buffers(g, pack, bufs, &bytes);
     char label[96];
-    snprintf(label, sizeof label, "rows/%s/%lldx%lld/%s", row_bench_names[op], (long long)rows, (long long)cols,
-             io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16");
+    row_bench_label(label, sizeof label, op, rows, cols, io);
     dnnjit_heur_mode_t a = DNNJIT_HEUR_MODE_A, b = DNNJIT_HEUR_MODE_B;
     CHECK(dnnjit_graph_create_execution_plans(g, &b, 1));
     char *plan_b;
@@ -795,7 +802,7 @@ static void row_bench_case(dnnjit_handle_t h, row_bench_op_t op, int64_t rows, i
     dnnjit_graph_destroy(g);
 }
 
-static int row_bench(dnnjit_handle_t h, bool all_plans)
+static int row_bench(dnnjit_handle_t h, bool all_plans, const char *filter)
 {
     static const struct {
         int64_t rows, cols;
@@ -804,8 +811,12 @@ static int row_bench(dnnjit_handle_t h, bool all_plans)
                   {32768, 1000, DNNJIT_DATA_TYPE_HALF},
                   {4096, 32768, DNNJIT_DATA_TYPE_BFLOAT16}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int op = 0; op < ROW_BENCH_OP_COUNT; op++)
-            row_bench_case(h, (row_bench_op_t)op, shapes[s].rows, shapes[s].cols, shapes[s].io, all_plans);
+        for (int op = 0; op < ROW_BENCH_OP_COUNT; op++) {
+            char label[96];
+            row_bench_label(label, sizeof label, (row_bench_op_t)op, shapes[s].rows, shapes[s].cols, shapes[s].io);
+            if (!filter || strstr(label, filter))
+                row_bench_case(h, (row_bench_op_t)op, shapes[s].rows, shapes[s].cols, shapes[s].io, all_plans);
+        }
     return 0;
 }
 
@@ -855,7 +866,8 @@ int main(int argc, char **argv)
         return 77;
     }
     if (argc > 1 && strcmp(argv[1], "rows") == 0) {
-        int rc = row_bench(h, argc > 2 && strcmp(argv[2], "--all-plans") == 0);
+        bool all_plans = argc > 2 && strcmp(argv[2], "--all-plans") == 0;
+        int rc = row_bench(h, all_plans, argc > 2 + all_plans ? argv[2 + all_plans] : NULL);
         dnnjit_handle_destroy(h);
         return rc;
     }

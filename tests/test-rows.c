@@ -430,7 +430,7 @@ static void first_knob(dnnjit_graph_t g, char *name, size_t size)
 }
 
 /* Mode A's first plan, worked out by hand: the preferred threads per row are the row's
- * bytes / 32, within 128 and 512; a plan lies |log2(threads / preferred)| octaves away,
+ * bytes / 32, within 1 and 512; a plan lies |log2(threads / preferred)| octaves away,
  * half an octave more one element at a time, two more for a fused plan at 1024 threads per
  * SM. Supported plans (the row within 32 registers a thread: cols / (threads * vector)
  * chunks of `vector` elements for every input the op keeps, 16-bit values two to a
@@ -445,17 +445,16 @@ static void mode_a_picks_by_row_length(void **state)
         int64_t cols;
         const char *knob;
     } cases[] = {
-        /* 2000 bytes: 128 preferred, more than the 125 vectors; 64 vectors is an octave. */
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 1000, "t128_r1_scalar"},
+        /* 2000 bytes: 62.5 preferred, 64 threads of two vectors (125 in all). */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 1000, "t64_r2_vec"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t256_r1_vec"},  /* 8 KB: 256 */
         {OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t512_r1_vec"}, /* 8 x 4 registers */
         /* 512 preferred, but 16 chunks x 4 registers there: 1024 threads, an octave. */
         {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 65536, "t1024_r1_vec"},
         /* 16 x 4 even at 1024: stream plans, 1024 and 256 an octave each, table order. */
         {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 131072, "t1024_r1_vec_stream"},
-        /* 256 bytes: 128 preferred; 16 vectors allow 16 threads (3 octaves), 64 elements
-         * 64 threads (1.5). */
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 64, "t64_r2_scalar"},
+        /* 256 bytes: 8 preferred, threads of two of the 16 vectors. */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 64, "t8_r16_vec"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 1, "t1_r128_scalar"},
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 4097, "t512_r1_scalar"}, /* no vectors; 16 KB: 512 */
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4097, "t256_r1_scalar"},  /* 8194 bytes: 256 */
@@ -467,7 +466,7 @@ static void mode_a_picks_by_row_length(void **state)
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r4_vec_fused_half"},   /* 125 vectors: 2 chunks */
         /* 32768 elements are 32 a thread at 1024 threads: 32 + 64 registers; column blocks. */
         {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t1024_r1_vec"}, /* 4 x (4 + 4) */
-        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t128_r1_scalar"},      /* 8 x (1 + 1) */
+        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r2_vec"},      /* 2 x (4 + 4) */
         /* 77 rows of 250 vectors, too short to split; 4000 bytes: 128 threads. */
         {OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec"},
     };
@@ -485,7 +484,7 @@ static void mode_a_picks_by_row_length(void **state)
 static dnnjit_graph_t add_rmsnorm_sized(dnnjit_data_type_t io, int64_t rows, int64_t cols);
 
 /* Modes A and B on dnnjit-bench rows' cases, worked out by hand from plan_penalty's rules:
- * a thread per 32 bytes of the row, 128 to 512 of them; element-wise access half an octave
+ * a thread per 32 bytes of the row, at most 512; element-wise access half an octave
  * off, a fused plan at 1024 threads per SM two; split, fused, register, stream plans in
  * that order for mode A. */
 static void modes_pick_measured_best(void **state)
@@ -506,12 +505,12 @@ static void modes_pick_measured_best(void **state)
         /* Fused at 256 threads: 2 chunks of 4 + 4 registers and 2 x 16 sums, 48. */
         {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec_fused_half"},
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, "rows_t256_r1_vec_fused_half"},
-        /* 2000-byte rows: 128 threads, which 125 vectors do not fill: one element a time. */
-        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
-        {OP_LAYERNORM, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
-        {OP_RMSNORM, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
-        {-1, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
-        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t128_r1_scalar"},
+        /* 2000-byte rows: 64 threads of two of the 125 vectors, two rows a block. */
+        {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r2_vec"},
+        {OP_LAYERNORM, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r2_vec"},
+        {OP_RMSNORM, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r2_vec"},
+        {-1, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r2_vec"},
+        {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r2_vec"},
         /* The only fused plans that fit: 64 threads of two chunks, four rows a block. */
         {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r4_vec_fused_half"},
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 32768, 1000, "rows_t64_r4_vec_fused_half"},
@@ -634,8 +633,8 @@ static void cost_ranks_sensibly(void **state)
     TU_OK(dnnjit_graph_create_execution_plans(g, modes, 1));
     char *first;
     TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
-    /* 2000-byte rows: 128 threads one element at a time, ahead of vectors an octave away. */
-    assert_string_equal(first, "rows_t128_r1_scalar");
+    /* 2000-byte rows: 64 threads of two vectors each. */
+    assert_string_equal(first, "rows_t64_r2_vec");
     dnnjit_free(first);
     dnnjit_graph_destroy(g);
     /* A tiny problem costs a launch and a memory round trip or two: still ahead of the

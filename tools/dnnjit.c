@@ -37,7 +37,9 @@ static void usage(FILE *out)
             "  validate FILE [--print] load a graph from JSON and validate it (--print writes it back)\n"
             "  ref FILE [--seed N]    random inputs in [-1, 1), run the float64 reference executor,\n"
             "                         print a summary of every output\n"
-            "  run FILE [--seed N]    random inputs, execute on the GPU, verify against the reference, time\n"
+            "  run FILE [--seed N] [--plan I]\n"
+            "                         random inputs, execute on the GPU (plan I of the list, else the\n"
+            "                         heuristics' choice), verify against the reference, time\n"
             "  plans FILE [--arch A]  the ranked plans of heuristic modes A, B and FALLBACK\n"
             "  source FILE [--plan I] [--arch A]   the CUDA source plan I generates (default 0)\n"
             "  compile FILE --arch A  generate and compile every plan for architecture A (no GPU needed)\n"
@@ -214,7 +216,7 @@ static double now_seconds(void)
 typedef struct options {
     const char *path;
     const char *arch;
-    int64_t plan;
+    int64_t plan; /* -1 when --plan is not given */
     bool print;
 } options_t;
 
@@ -222,7 +224,7 @@ typedef struct options {
  * `allowed` (a string such as "print,seed"). Returns EXIT_OK or EXIT_USAGE. */
 static int parse_options(int argc, char **argv, const char *allowed, options_t *o)
 {
-    *o = (options_t){0};
+    *o = (options_t){.plan = -1};
     for (int i = 0; i < argc; i++) {
         const char *opt = argv[i];
         bool has_value = i + 1 < argc;
@@ -411,7 +413,7 @@ static int cmd_source(int argc, char **argv)
     if (rc)
         return rc;
     char *source = NULL;
-    dnnjit_status_t s = dnnjit_graph_get_plan_source(g, o.plan, &source);
+    dnnjit_status_t s = dnnjit_graph_get_plan_source(g, o.plan < 0 ? 0 : o.plan, &source);
     if (s)
         rc = report(s, "source");
     else
@@ -451,11 +453,13 @@ static int cmd_compile(int argc, char **argv)
     return rc;
 }
 
-/* Builds a planned graph, executes it on the GPU, verifies it and prints the time. */
-static int build_run_verify(dnnjit_graph_t g)
+/* Builds a planned graph (plan `plan` of the list, or the heuristics' choice when it is
+ * negative), executes it on the GPU, verifies it and prints the time. */
+static int build_run_verify(dnnjit_graph_t g, int64_t plan)
 {
     double t0 = now_seconds();
-    dnnjit_status_t s = dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE);
+    dnnjit_status_t s = plan < 0 ? dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE)
+                                 : dnnjit_graph_build_plan_at_index(g, plan);
     if (s)
         return report(s, "build_plans");
     printf("build: %.1f ms\n", (now_seconds() - t0) * 1e3);
@@ -475,7 +479,7 @@ static int cmd_run(int argc, char **argv)
     options_t o;
     dnnjit_handle_t h;
     dnnjit_graph_t g;
-    int rc = parse_options(argc, argv, "seed", &o);
+    int rc = parse_options(argc, argv, "seed,plan", &o);
     if (!rc)
         rc = open_handle(NULL, NULL, &h);
     if (rc)
@@ -490,7 +494,7 @@ static int cmd_run(int argc, char **argv)
     rc = load_graph(o.path, h, &g);
     if (!rc) {
         dnnjit_status_t s = dnnjit_graph_create_execution_plans(g, all_modes, 3);
-        rc = s ? report(s, "create_execution_plans") : build_run_verify(g);
+        rc = s ? report(s, "create_execution_plans") : build_run_verify(g, o.plan);
         dnnjit_graph_destroy(g);
     }
     dnnjit_handle_destroy(h);
@@ -639,7 +643,7 @@ static int cmd_demo(void)
         rc = s ? report(s, "create_execution_plans") : EXIT_OK;
     }
     if (!rc && has_device) {
-        rc = build_run_verify(g);
+        rc = build_run_verify(g, -1);
     } else if (!rc) {
         double t0 = now_seconds();
         s = dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE);

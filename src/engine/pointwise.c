@@ -165,7 +165,7 @@ static void emit_vector(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__gr
     dnnjit__sb_append(sb, "    }\n");
     for (int64_t i = 0; i < grp->output_count; i++) {
         const char *type = dnnjit__cuda_type(dnnjit__tensor(g, grp->outputs[i])->resolved_type);
-        dnnjit__sb_printf(sb, "    *(dj_vec<%s, DJ_VEC> *)((%s *)args.ptr[%d] + i0) = out%lld;\n", type, type,
+        dnnjit__sb_printf(sb, "    dj_vec_store((%s *)args.ptr[%d] + i0, out%lld);\n", type,
                           dnnjit__slot_of(k->tensors, k->tensor_count, grp->outputs[i]), (long long)i);
     }
     dnnjit__sb_append(sb, "}\n\n");

@@ -14,8 +14,8 @@
  * (16-bit values two to a register), a stream plan whose row does, and any plan with more
  * threads per row than the row has vectors. Among the rest, mode A ranks split plans, then
  * fused ones, then register plans, then stream plans, each by how far it lies from what the
- * H200 measured fastest (plan_penalty: about a thread per 32 bytes of the row, one row per
- * block of 128 to 512 threads), and mode B's cost takes that distance as lost bandwidth. */
+ * H200 measured fastest (plan_penalty: about a thread per 32 bytes of the row, at most
+ * 512), and mode B's cost takes that distance as lost bandwidth. */
 #include "engine/rows.h"
 
 #include "codegen/templates.h"
@@ -250,21 +250,20 @@ static void rows_knob_name(int knob, char *buf, size_t size)
 /* How far a plan lies from what the H200 measured fastest (dnnjit-bench rows --all-plans,
  * effective TB/s), in octaves of threads per row; mode B's cost takes each as about 15% of
  * the bandwidth, which is what an octave cost there.
- * - One row per block of a thread per 32 bytes of the row (of its narrowest tensor), at
- *   least 128 threads (four warps) and at most 512. 4096-wide bf16 rows (8 KB) ran at
- *   4.01-4.15 TB/s at 256 threads (two vectors a thread) against 3.97-4.10 at 64 and 128
- *   and 2.87-3.48 at 512 (one vector a thread: too little in flight); 32768-wide ones
- *   (64 KB) at 3.87-3.99 at 512 against 2.67-3.99 at 1024 (two blocks an SM, each idle
- *   at its block-wide reductions), and their backward ops, which fit only 1024 threads,
- *   at 2.01-4.26 against 1.72-2.56 streamed. 1000-wide fp16 rows (2000 bytes) ran at
- *   3.09-3.52 TB/s at 128 threads one element at a time (softmax, RMS norm, softmax
- *   backward: the best or within 2%), against 1.65-2.05 for 64 threads of vectors and
- *   2.26-2.41 at 256 threads; layer norm and add + RMS norm took 2.62-2.63 there against
- *   2.91-2.92 at 16 threads of vectors, which gave RMS norm, the cheaper op, only 2.72.
+ * - A thread per 32 bytes of the row (of its narrowest tensor: two 16-byte vectors), at
+ *   most 512. 4096-wide bf16 rows (8 KB) ran at 4.01-4.15 TB/s at 256 threads against
+ *   3.97-4.10 at 64 and 128 and 2.87-3.48 at 512 (one vector a thread: too little in
+ *   flight); 32768-wide ones (64 KB) at 3.87-3.99 at 512 against 2.67-3.99 at 1024 (two
+ *   blocks an SM, each idle at its block-wide reductions), and their backward ops, which
+ *   fit only 1024 threads, at 2.01-4.26 against 1.72-2.56 streamed. 1000-wide fp16 rows
+ *   (2000 bytes, 125 vectors) ran at 3.63-4.04 TB/s at 64 threads of vectors (softmax,
+ *   layer and RMS norm, add + RMS norm, softmax backward), 1-4% ahead of 32 threads and
+ *   4-10% ahead of 16, against 2.64-3.57 at 128 threads one element at a time. Shorter
+ *   rows keep the rule down to one thread a row: a softmax over 64 floats, 256 halves or
+ *   512 bf16 (128 MB each way) ran at 8, 16 and 32 threads within 2% of the best plan.
  * - Access one element at a time, half an octave: at the same threads per row vectors
- *   ran 1.10-1.19 times as fast on 4096-wide rows (1.55 for add + RMS norm). A row of
- *   fewer vectors than the preferred threads (1000 fp16 elements are 125) has no vector
- *   plan there, and the scalar one at the preferred count beats vectors an octave away.
+ *   ran 1.10-1.19 times as fast on 4096-wide rows (1.55 for add + RMS norm), 1.2-1.4
+ *   times on 1000-wide fp16 ones.
  * - A fused norm backward at 1024 threads per SM, two octaves: its twin at 512 (_half:
  *   up to 128 registers a thread without spills, half the partial sums) ran at 2.51-2.98
  *   TB/s against 2.23-2.30 (4096-wide bf16, 256 threads) and 2.55-2.65 against 1.78-1.85
@@ -272,7 +271,7 @@ static void rows_knob_name(int knob, char *buf, size_t size)
 static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
     double preferred = (double)pb->geo.cols * pb->elem / 32.0;
-    preferred = preferred < 128.0 ? 128.0 : preferred > 512.0 ? 512.0 : preferred;
+    preferred = preferred < 1.0 ? 1.0 : preferred > 512.0 ? 512.0 : preferred;
     double octaves = fabs(log2((double)kn->tpr / preferred));
     return octaves + (kn->vector ? 0.0 : 0.5) + (kn->how == FUSED && kn->sm_threads == 1024 ? 2.0 : 0.0);
 }

@@ -228,3 +228,29 @@ struct DjArgs {
 template <typename T, int N> struct __align__(sizeof(T) * N) dj_vec {
     T v[N];
 };
+
+// Stores q at p (global memory, aligned to q) as one access. A plain assignment lets NVVM
+// split the struct into element stores: on a 1000-wide fp16 softmax it stored one of two
+// 16-byte vectors of halves as seven stores of 2 and 4 bytes, each a partial-sector write
+// that L2 had to merge, and the kernel ran at half the bandwidth. PTX vector stores keep
+// each access whole. The asm has no memory clobber, so that the compiler may still move
+// loads of other addresses across it: the kernels never read back what they store.
+template <typename T, int N> __device__ __forceinline__ void dj_vec_store(T *p, const dj_vec<T, N> &q)
+{
+    constexpr int BYTES = (int)sizeof(q);
+    if constexpr (BYTES == 16 || BYTES == 8 || BYTES == 4) {
+        union {
+            dj_vec<T, N> v;
+            unsigned w[BYTES / 4];
+        } u = {q};
+        const unsigned *w = u.w;
+        if constexpr (BYTES == 16)
+            asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+        else if constexpr (BYTES == 8)
+            asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w[0]), "r"(w[1]));
+        else
+            asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(w[0]));
+    } else {
+        *(dj_vec<T, N> *)p = q;
+    }
+}

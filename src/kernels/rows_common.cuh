@@ -159,7 +159,7 @@ template <typename T, int V> __device__ __forceinline__ void dj_store(T *p, cons
 #pragma unroll
         for (int e = 0; e < P; e++)
             q.v[e] = dj_from_float<T>(v[i + e]);
-        *(dj_vec<T, P> *)(p + i) = q;
+        dj_vec_store(p + i, q);
     }
 }
 
