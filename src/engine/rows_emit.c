@@ -139,7 +139,7 @@ bool dnnjit__rows_problem(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__
 
 /* ---- emission context ------------------------------------------------------------- */
 
-enum { NEED_LD = 1, NEED_ST = 2, NEED_LDR = 4, NEED_STR = 8 };
+enum { NEED_LD = 1, NEED_ST = 2, NEED_LDR = 4, NEED_STR = 8, NEED_PF = 16 };
 
 typedef struct emit {
     const dnnjit__rows_problem_t *pb;
@@ -250,6 +250,24 @@ static void emit_vector_access(dnnjit__strbuf_t *sb, const emit_t *e, dnnjit_ten
         dnnjit__sb_printf(sb, "        v[e] = dj_to_float(p[%s]);\n}\n\n", at);
 }
 
+/* A prefetch into L2 of the line holding tensor id's element (row, col): the first of the
+ * elements a V-element load at col reads, which a vector load finds in one line. */
+static void emit_prefetch(dnnjit__strbuf_t *sb, const emit_t *e, dnnjit_tensor_t id)
+{
+    const dnnjit__tensor_t *t = tensor_of(e, id);
+    dnnjit__rows_view_t view = dnnjit__rows_view(e->pb, t);
+    const char *type = dnnjit__cuda_type(t->resolved_type);
+    dnnjit__sb_printf(sb,
+                      "__device__ __forceinline__ void dj_pf_%u(dj_i64 row, int col, const DjArgs &args)\n{\n"
+                      "    (void)col;\n    dj_prefetch_l2((const %s *)args.ptr[%d] + dj_roff_%u(row)",
+                      id, type, slot_of(e, id), id);
+    if (view.access == DNNJIT__ROWS_GENERAL)
+        dnnjit__sb_printf(sb, " + dj_coff_%u(col)", id);
+    else if (view.access != DNNJIT__ROWS_ROWCONST)
+        dnnjit__sb_append(sb, " + col");
+    dnnjit__sb_append(sb, ");\n}\n\n");
+}
+
 /* The per-row load (or store) of tensor id: one value per row. */
 static void emit_row_access(dnnjit__strbuf_t *sb, const emit_t *e, dnnjit_tensor_t id, bool store)
 {
@@ -294,6 +312,8 @@ static void emit_accessors(dnnjit__strbuf_t *sb, const emit_t *e)
         }
         if (need & NEED_LD)
             emit_vector_access(sb, e, id, false);
+        if ((need & NEED_PF) && !t->is_pass_by_value)
+            emit_prefetch(sb, e, id);
         if (need & NEED_ST)
             emit_vector_access(sb, e, id, true);
         if (need & NEED_LDR)
@@ -524,7 +544,7 @@ static void emit_full_in(emit_t *e, const char *name, dnnjit_tensor_t id)
                       "const DjArgs &args, bool first)\n{\n    (void)first;\n",
                       name);
     if (producer_pos(e, id) < 0) {
-        e->need[id] |= NEED_LD;
+        e->need[id] |= NEED_LD | NEED_PF;
         dnnjit__sb_printf(&e->ports, "    dj_ld_%u<V>(row, col, v, args);\n", id);
     } else {
         memset(e->eval, 0, sizeof *e->eval * (size_t)e->pb->grp->node_count);
@@ -532,6 +552,13 @@ static void emit_full_in(emit_t *e, const char *name, dnnjit_tensor_t id)
         emit_elementwise(e, DNNJIT_TENSOR_NONE, NULL, id, false, true);
     }
     dnnjit__sb_append(&e->ports, "}\n\n");
+    /* Only a tensor read as it is gets prefetched: a prologue's result is made of others. */
+    dnnjit__sb_printf(&e->ports, "__device__ __forceinline__ void dj_pf_%s(dj_i64 row, int col, const DjArgs &args)\n{\n",
+                      name);
+    if (producer_pos(e, id) < 0 && !tensor_of(e, id)->is_pass_by_value)
+        dnnjit__sb_printf(&e->ports, "    dj_pf_%u(row, col, args);\n}\n\n", id);
+    else
+        dnnjit__sb_append(&e->ports, "    (void)row;\n    (void)col;\n    (void)args;\n}\n\n");
 }
 
 static void emit_full_out(emit_t *e, const char *name, dnnjit_tensor_t id)

@@ -212,6 +212,9 @@ template <typename T, dj_i64 STRIDE> __device__ __forceinline__ void dj_store_pa
         p[STRIDE] = dj_from_float<T>(b);
 }
 
+// Asks L2 for the line holding p (global memory) without waiting for it or taking a register.
+__device__ __forceinline__ void dj_prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 // ---- launch arguments --------------------------------------------------------------
 
 // Every generated kernel takes one DjArgs by value: the device addresses of the tensors its

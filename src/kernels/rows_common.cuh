@@ -22,6 +22,8 @@
 //   dj_in_P<V>(row, col, v, args, first)  full input P at (row, col .. col + V - 1); a
 //                                         prologue stores the tensors it makes only when
 //                                         `first` is set, which one pass of the op does
+//   dj_pf_P(row, col, args)               a prefetch into L2 of full input P at (row, col)
+//                                         (nothing for a prologue's result)
 //   dj_out_P<V>(row, col, v, args)        full output P: stored and/or fed to an epilogue
 //   dj_par_P<V>(col, v, args)             per-column input (an absent one reads 0)
 //   dj_pout_P<V>(col, v, args)            per-column output (nothing when not needed)

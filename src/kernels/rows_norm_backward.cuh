@@ -111,8 +111,22 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
                 sums.dscale[k][e] = sums.dbias[k][e] = 0.0f;
         const int lane = (int)threadIdx.x % DJ_TPR, sub = (int)threadIdx.x / DJ_TPR;
         // The bound is the same for every thread of the block, as the row reductions need.
-        for (dj_i64 base = (dj_i64)mine * DJ_RPB; base < DJ_ROWS; base += (dj_i64)DJ_FUSED_BLOCKS * DJ_RPB)
+        constexpr dj_i64 STEP = (dj_i64)DJ_FUSED_BLOCKS * DJ_RPB;
+        for (dj_i64 base = (dj_i64)mine * DJ_RPB; base < DJ_ROWS; base += STEP) {
+            // The row this thread works on next goes to L2 meanwhile: a block holds only its
+            // current rows in registers and waits on them, and the two blocks an SM holds
+            // would otherwise leave DRAM idle through their reductions. On the H200 this took
+            // 32768x4096 bf16 layer norm backward from 2.55 to 3.37 TB/s (RMS norm 3.00 to
+            // 3.44); prefetching two steps ahead gave the same, four steps less.
+            const DjRow<V> next{base + sub + STEP, 0, lane, sub, base + sub + STEP < DJ_ROWS};
+#pragma unroll
+            for (int k = 0; k < R::CHUNKS; k++)
+                if (next.has(k)) {
+                    dj_pf_DY(next.row, next.col(k), args);
+                    dj_pf_X(next.row, next.col(k), args);
+                }
             dj_norm_backward_row<V, true>(DjRow<V>{base + sub, 0, lane, sub, base + sub < DJ_ROWS}, args, sums);
+        }
         const DjRow<V> rw{0, 0, lane, sub, true};
         float *const out = partial + (dj_i64)mine * 2 * DJ_COLS;
         // Where this thread's sums go: straight to the scratch for one row per block, else
