@@ -785,6 +785,17 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.scratch_zero_bytes, 64 * 4);
     assert_int_equal(k.scratch_bytes, 64 * 4 + 20 * 2 * 1000 * 4);
     assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 4)"));
+    /* Its row blocks prefetch the next rows of DY and X, tensors read as they are. */
+    assert_non_null(strstr(k.source, "void dj_pf_DY(dj_i64 row, int col, const DjArgs &args)\n{\n    dj_pf_"));
+    assert_non_null(strstr(k.source, "void dj_pf_X(dj_i64 row, int col, const DjArgs &args)\n{\n    dj_pf_"));
+    assert_non_null(strstr(k.source, "prefetch.global.L2"));
+    dnnjit__kernel_free(&k);
+    dnnjit_graph_destroy(g);
+    /* A DY made by a prologue (dy * mask) has nothing of its own to prefetch. */
+    g = fused_backward_graph();
+    k = generate(g, knob_named("t64_r2_scalar"));
+    assert_non_null(strstr(k.source, "void dj_pf_DY(dj_i64 row, int col, const DjArgs &args)\n{\n    (void)row;"));
+    assert_non_null(strstr(k.source, "void dj_pf_X(dj_i64 row, int col, const DjArgs &args)\n{\n    dj_pf_"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
     /* With many rows, 132 x 512 / 512 = 132 row blocks at half the threads per SM. */
