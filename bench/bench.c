@@ -836,6 +836,67 @@ static double median_memory_cache_build(dnnjit_handle_t h, dnnjit_tensor_t io[4]
     return samples[REPEATS / 2];
 }
 
+/* The host time of one call of `call(arg)`: batches of calls, the wall clock of the calls
+ * alone. A batch stays well below the launch queue's depth: once the queue is full each
+ * call waits for the GPU to finish a kernel, and the loop measures the device instead (a
+ * loop of 20000 executes read 5.5 us, the tiny kernel's device time). */
+static double host_us_per_call(void (*call)(void *), void *arg)
+{
+    enum { BATCHES = 100, BATCH = 200 };
+    double total = 0;
+    for (int b = 0; b < BATCHES; b++) {
+        double t0 = now_us();
+        for (int i = 0; i < BATCH; i++)
+            call(arg);
+        total += now_us() - t0;
+        CU(dnnjit__cuda()->cuStreamSynchronize(NULL));
+    }
+    return total / (BATCHES * BATCH);
+}
+
+typedef struct small_call {
+    dnnjit_graph_t g;
+    const dnnjit_variant_t *pack;
+} small_call_t;
+
+static void execute_small(void *arg)
+{
+    const small_call_t *c = arg;
+    CHECK(dnnjit_graph_execute(c->g, c->pack, 4, NULL, NULL));
+}
+
+static dnnjit__cu_function_t empty_kernel;
+
+/* An empty kernel taking a DjArgs-sized parameter, launched as execute launches. */
+static void launch_empty(void *arg)
+{
+    static const unsigned one[3] = {1, 1, 1};
+    void *params[1] = {arg};
+    CHECK(dnnjit__driver_launch(empty_kernel, one, one, NULL, false, 0, NULL, params));
+}
+
+/* The driver's own host time per launch of such a kernel: what execute cannot go below. */
+static double driver_launch_host_us(void)
+{
+    static const char source[] = "struct Args { void *ptr[24]; float scalar[8]; };\n"
+                                 "extern \"C\" __global__ void dj_empty(const Args args) { (void)args; }\n";
+    char arch[DNNJIT__ARCH_LEN];
+    CHECK(dnnjit__driver_current_arch(arch));
+    void *cubin;
+    size_t size;
+    CHECK(dnnjit__nvrtc_compile(source, "dj_empty", arch, NULL, &cubin, &size));
+    dnnjit__cu_module_t module;
+    CHECK(dnnjit__driver_load_kernel(cubin, "dj_empty", &module, &empty_kernel));
+    free(cubin);
+    struct {
+        void *ptr[24];
+        float scalar[8];
+    } args = {{0}, {0}};
+    double us = host_us_per_call(launch_empty, &args);
+    dnnjit__cuda()->cuModuleUnload(module);
+    return us;
+}
+
 /* Build times on the host alone; see the top of the file. */
 static int host_builds(const char *arch)
 {
@@ -910,7 +971,7 @@ int main(int argc, char **argv)
     double us = device_us_per_call(g, pack, 4, 20, 15);
     printf("{\"case\": \"sigmoid_fma_64M_half\", \"us\": %.2f, \"tb_per_s\": %.3f}\n", us, 4.0 * N * 2 / us / 1e6);
 
-    /* Host cost of one execute: a tiny graph, many calls, wall clock. */
+    /* Host cost of one execute on a tiny graph, and of the driver's launch alone. */
     dnnjit_tensor_t small_io[4];
     dnnjit_graph_t small = sigmoid_graph(h, 1024, small_io);
     timed_build(small);
@@ -921,13 +982,11 @@ int main(int argc, char **argv)
         small_pack[i] = (dnnjit_variant_t){uid, pack[i].ptr};
     }
     double device_small = device_us_per_call(small, small_pack, 4, 1000, 9);
-    const int calls = 20000;
-    double t0 = now_us();
-    for (int i = 0; i < calls; i++)
-        CHECK(dnnjit_graph_execute(small, small_pack, 4, NULL, NULL));
-    double host = (now_us() - t0) / calls;
-    CU(cu->cuStreamSynchronize(NULL));
-    printf("{\"case\": \"execute_host_overhead\", \"us\": %.2f, \"device_us_per_call_1k\": %.2f}\n", host, device_small);
+    double host = host_us_per_call(execute_small, &(small_call_t){small, small_pack});
+    double driver = driver_launch_host_us();
+    printf("{\"case\": \"execute_host_overhead\", \"us\": %.2f, \"device_us_per_call_1k\": %.2f, "
+           "\"driver_launch_us\": %.2f}\n",
+           host, device_small, driver);
     dnnjit_graph_destroy(small);
 
     dnnjit_tensor_t mm_io[3];

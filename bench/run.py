@@ -249,7 +249,7 @@ def table(result, figure=""):
         ("cold build (generate + NVRTC + load)", f"{c['build_cold']['us'] / 1e3:.1f} ms", ""),
         ("build, warm disk cache (new process)", f"{c['build_warm_disk_cache']['us'] / 1e3:.2f} ms", ""),
         ("build, warm memory cache", f"{c['build_warm_memory_cache']['us']:.0f} µs", ""),
-        ("host time of one execute", f"{c['execute_host_overhead']['us']:.2f} µs", ""),
+        ("host time of one execute", f"{c['execute_host_overhead']['us']:.2f} µs", driver_launch(c)),
     ]
     py = c.get("python_execute_host")
     if py:  # results from before the Python package lack it
@@ -457,6 +457,13 @@ def rows_table(c):
             lines.append(f"| {op} {shape} {io} | {case['us']:.1f} µs ({case['tb_per_s']:.2f} TB/s) | {case['plan']} | "
                          f"{peer('torch_eager_us')} | {peer('torch_compile_us')} |")
     return "\n".join(lines)
+
+
+def driver_launch(c):
+    """The driver's own host time per launch of an empty kernel, for the execute row (results
+    from before it was measured lack it)."""
+    us = c["execute_host_overhead"].get("driver_launch_us")
+    return f"cuLaunchKernel alone {us:.2f} µs" if us else ""
 
 
 def small_row(cases, key, label, peer, field):
