@@ -288,10 +288,6 @@ typedef struct plan_time {
     double us;
 } plan_time_t;
 
-/* Builds and times every tensor-core plan of g's list (*count plans, all of them listed). A
- * plan that fails to build gets an error line (`case@plan` and the library's message) and
- * the rest go on: each plan is an NVRTC compile of its own. With print_each, one line per
- * plan timed (device time, TFLOP/s, build time: the NVRTC compile when DNNJIT_CACHE=0). */
 /* Whether plan `name` is one DNNJIT_BENCH_PLANS (comma-separated name fragments) selects,
  * or the variable is unset. */
 static bool plan_selected(const char *name)
@@ -313,6 +309,10 @@ static bool plan_selected(const char *name)
     return false;
 }
 
+/* Builds and times every tensor-core plan of g's list (*count plans, all of them listed). A
+ * plan that fails to build gets an error line (`case@plan` and the library's message) and
+ * the rest go on: each plan is an NVRTC compile of its own. With print_each, one line per
+ * plan timed (device time, TFLOP/s, build time: the NVRTC compile when DNNJIT_CACHE=0). */
 static plan_time_t *gemm_time_plans(dnnjit_graph_t g, const gemm_case_t *c, const dnnjit_variant_t *pack, size_t n,
                                     bool print_each, int64_t *count)
 {
@@ -637,13 +637,6 @@ typedef enum row_bench_op {
 static const char *const row_bench_names[ROW_BENCH_OP_COUNT] = {
     "softmax_fwd", "layernorm_fwd", "rmsnorm_fwd", "add_rmsnorm", "softmax_bwd", "layernorm_bwd", "rmsnorm_bwd"};
 
-static void row_bench_label(char *buf, size_t size, row_bench_op_t op, int64_t rows, int64_t cols,
-                            dnnjit_data_type_t io)
-{
-    snprintf(buf, size, "rows/%s/%lldx%lld/%s", row_bench_names[op], (long long)rows, (long long)cols,
-             io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16");
-}
-
 static dnnjit_tensor_t row_tensor(dnnjit_graph_t g, const char *name, int64_t rows, int64_t cols,
                                   dnnjit_data_type_t type)
 {
@@ -760,16 +753,16 @@ static double row_bench_time(dnnjit_graph_t g, int64_t index, const dnnjit_varia
     return us;
 }
 
+/* One case, named `label` in its lines: modes B's and A's plans timed, then with all_plans
+ * every other rows plan. */
 static void row_bench_case(dnnjit_handle_t h, row_bench_op_t op, int64_t rows, int64_t cols, dnnjit_data_type_t io,
-                           bool all_plans)
+                           const char *label, bool all_plans)
 {
     dnnjit_graph_t g = row_bench_graph(h, op, rows, cols, io);
     dnnjit_variant_t pack[12];
     dnnjit__cu_deviceptr_t bufs[12];
     double bytes;
     size_t n = row_bench_buffers(g, pack, bufs, &bytes);
-    char label[96];
-    row_bench_label(label, sizeof label, op, rows, cols, io);
     dnnjit_heur_mode_t a = DNNJIT_HEUR_MODE_A, b = DNNJIT_HEUR_MODE_B;
     CHECK(dnnjit_graph_create_execution_plans(g, &b, 1));
     char *plan_b;
@@ -813,9 +806,10 @@ static int row_bench(dnnjit_handle_t h, bool all_plans, const char *filter)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int op = 0; op < ROW_BENCH_OP_COUNT; op++) {
             char label[96];
-            row_bench_label(label, sizeof label, (row_bench_op_t)op, shapes[s].rows, shapes[s].cols, shapes[s].io);
+            snprintf(label, sizeof label, "rows/%s/%lldx%lld/%s", row_bench_names[op], (long long)shapes[s].rows,
+                     (long long)shapes[s].cols, shapes[s].io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16");
             if (!filter || strstr(label, filter))
-                row_bench_case(h, (row_bench_op_t)op, shapes[s].rows, shapes[s].cols, shapes[s].io, all_plans);
+                row_bench_case(h, (row_bench_op_t)op, shapes[s].rows, shapes[s].cols, shapes[s].io, label, all_plans);
         }
     return 0;
 }
