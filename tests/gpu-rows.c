@@ -227,12 +227,16 @@ static void reductions_all(void **state)
  * than their row blocks, so that each block sums several rows: 4096 bf16 (512 and 256
  * threads a row, 264 and 528 blocks), 8192 (1024 threads, 132 blocks), 1000 halves (4
  * rows of 64 threads a block, 528 blocks; 5001 rows leave the last block's last rows
- * empty) and floats (128 threads, 1056 blocks); every plan. */
+ * empty) and floats (128 threads, 1056 blocks); rows shared by clusters of blocks, 16384
+ * wide (4 blocks a row, 66 clusters; 2 and 8 in the sweep) and 32768 (8 a row, 33
+ * clusters, more than an H200 may hold at once); every plan. */
 static void fused_column_sums(void **state)
 {
     (void)state;
     norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 1200, 4096, false, true, true);
     norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 600, 8192, true, false, true);
+    norm_backward(DNNJIT_DATA_TYPE_HALF, 700, 16384, false, true, true);
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 300, 32768, true, true, true);
     norm_backward(DNNJIT_DATA_TYPE_HALF, 5001, 1000, true, true, true);
     norm_backward(DNNJIT_DATA_TYPE_FLOAT, 2500, 1000, false, true, true);
 }

@@ -464,8 +464,11 @@ static void mode_a_picks_by_row_length(void **state)
         {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 4096, "t512_r1_vec_fused_half"}, /* 2 x (4 + 4) + 2 x 8 */
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec_fused_half"},  /* 4000 bytes: 125 */
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r4_vec_fused_half"},   /* 125 vectors: 2 chunks */
-        /* 32768 elements are 32 a thread at 1024 threads: 32 + 64 registers; column blocks. */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t1024_r1_vec"}, /* 4 x (4 + 4) */
+        /* 32768 elements are 32 a thread at 1024 threads, 32 + 64 registers: too many for a
+         * block, but clusters of 8 blocks take a 4096-wide slice each, as above; 16384
+         * elements take clusters of 4. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t256_r1_vec_fused_half_c8"},
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 16384, "t256_r1_vec_fused_half_c4"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r2_vec"},      /* 2 x (4 + 4) */
         /* 77 rows of 250 vectors, too short to split; 4000 bytes: 128 threads. */
         {OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec"},
@@ -520,8 +523,9 @@ static void modes_pick_measured_best(void **state)
         {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
         {-1, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t1024_r1_vec"},
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t1024_r1_vec"},
-        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t1024_r1_vec"},
+        /* Clusters of 8 blocks of 256 threads, each block a 4096-wide slice of the row. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_half_c8"},
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_half_c8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int m = 0; m < 2; m++) {
@@ -560,6 +564,8 @@ static void knob_refusals(void **state)
         {OP_SOFTMAX, DNNJIT_DATA_TYPE_HALF, 4096, "t512_r1_vec_fused", "only a norm backward"},
         /* 32 elements a thread: 4 chunks of 4 + 4 registers, and 2 x 32 sums. */
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec_fused", "need 96 registers"},
+        /* 4096 columns in 8 slices of whole 2048-column chunks: 2 slices. */
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t256_r1_vec_fused_half_c8", "do not cut into 8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = op_graph(NULL, cases[i].op, cases[i].io, 8, cases[i].cols, 0);
@@ -590,11 +596,19 @@ static void knob_refusals(void **state)
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);
     }
-    char why[64] = "";
+    char why[200] = "";
     dnnjit_graph_t g = op_graph(NULL, OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 8, 64, 0);
     dnnjit__partition_t p = partition(g);
     assert_false(engine->supports(g, &p.groups[0], engine->knob_count, "sm_90a", why, sizeof why));
     assert_string_equal(why, "unknown knob");
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
+    /* Clusters need sm_90: on sm_80 a 32768-wide backward takes a block-wide plan. */
+    g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 8, 32768, 1);
+    p = partition(g);
+    assert_true(engine->supports(g, &p.groups[0], knob_named("t256_r1_vec_fused_half_c8"), "sm_90a", NULL, 0));
+    assert_false(engine->supports(g, &p.groups[0], knob_named("t256_r1_vec_fused_half_c8"), "sm_80", why, sizeof why));
+    assert_non_null(strstr(why, "clusters of blocks need sm_90 or later, not sm_80"));
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
 }
@@ -806,6 +820,28 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.scratch_bytes, 64 * 4 + 132 * 2 * 4096 * 4);
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
+    /* Clusters of 8 share each 32768-wide row: 132 x 512 / 256 / 8 = 33 row clusters (264
+     * blocks), a 4096-column slice per block, then 32768 / 32 column blocks; partial sums
+     * per cluster. */
+    g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, 1);
+    k = generate(g, knob_named("t256_r1_vec_fused_half_c8"));
+    assert_int_equal(k.grid[0], 264 + 1024);
+    assert_int_equal(k.block[0], 256);
+    assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 2) __cluster_dims__(8, 1, 1)"));
+    assert_non_null(strstr(k.source, "constexpr int DJ_CLUSTER = 8;"));
+    assert_non_null(strstr(k.source, "constexpr int DJ_SPLIT = 8;"));
+    assert_non_null(strstr(k.source, "constexpr int DJ_SEG_COLS = 4096;"));
+    assert_non_null(strstr(k.source, "constexpr unsigned DJ_FUSED_BLOCKS = 264u;"));
+    assert_int_equal(k.scratch_bytes, 64 * 4 + 33 * 2 * 32768 * 4);
+    dnnjit__kernel_free(&k);
+    dnnjit_graph_destroy(g);
+    /* Three rows need three clusters; 8000 / 32 column blocks round up to whole clusters. */
+    g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 3, 8000, 1);
+    k = generate(g, knob_named("t256_r1_vec_fused_half_c4"));
+    assert_int_equal(k.grid[0], 3 * 4 + 252);
+    assert_non_null(strstr(k.source, "constexpr int DJ_SEG_COLS = 2048;"));
+    dnnjit__kernel_free(&k);
+    dnnjit_graph_destroy(g);
     /* A stream plan keeps nothing in registers: 9001 floats are 36 per thread at 256. */
     g = op_graph(NULL, OP_RMSNORM, DNNJIT_DATA_TYPE_FLOAT, 3, 9001, 0);
     k = generate(g, knob_named("t256_r1_scalar_stream"));
@@ -894,13 +930,17 @@ typedef struct job_list {
     pthread_mutex_t lock;
 } job_list_t;
 
-/* Queues g's row group with `knob` for sm_80 and sm_90a; destroys g. */
+/* Queues g's row group with `knob` for sm_80 (unless the knob needs sm_90, as clusters do)
+ * and sm_90a; destroys g. */
 static void add_jobs(job_list_t *list, dnnjit_graph_t g, int knob, const char *label)
 {
     dnnjit__kernel_t k = generate(g, knob);
     char name[64];
     engine->knob_name(knob, name, sizeof name);
-    for (int a = 0; a < 2; a++) {
+    dnnjit__partition_t p = partition(g);
+    bool sm80 = engine->supports(g, &p.groups[0], knob, "sm_80", NULL, 0);
+    dnnjit__partition_free(&p);
+    for (int a = !sm80; a < 2; a++) {
         if (list->count == list->cap) {
             list->cap = list->cap ? 2 * list->cap : 64;
             list->jobs = realloc(list->jobs, sizeof *list->jobs * (size_t)list->cap);

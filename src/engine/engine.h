@@ -108,6 +108,9 @@ typedef struct dnnjit__engine {
 
 void dnnjit__kernel_free(dnnjit__kernel_t *k);
 
+/* The number of an architecture's name, e.g. 90 for "sm_90a"; 0 for anything else. */
+int dnnjit__arch_number(const char *arch);
+
 /* Tensor i of a group: its inputs first, then its outputs. */
 dnnjit_tensor_t dnnjit__group_tensor(const dnnjit__group_t *grp, int64_t i);
 

@@ -161,12 +161,6 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
     return true;
 }
 
-static int arch_number(const char *arch)
-{
-    int v = 0;
-    return arch && sscanf(arch, "sm_%d", &v) == 1 ? v : 0;
-}
-
 /* Shared memory per CTA; mirrors DjTile in gemm_mma.cuh. */
 static int64_t smem_bytes(const problem_t *p, const knob_t *kn)
 {
@@ -419,7 +413,7 @@ static bool gemm_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     char buf[160];
     dnnjit__kernel_t slots = {0};
     knob_t kn = decode(knob);
-    int sm = arch_number(arch);
+    int sm = dnnjit__arch_number(arch);
     if (!describe(g, grp, &p, &reason)) {
     } else if (sm < 80) {
         reason = "mma.sync with bf16 and cp.async need sm_80 or later";

@@ -10,6 +10,12 @@ void dnnjit__kernel_free(dnnjit__kernel_t *k)
     *k = (dnnjit__kernel_t){0};
 }
 
+int dnnjit__arch_number(const char *arch)
+{
+    int v = 0;
+    return arch && sscanf(arch, "sm_%d", &v) == 1 ? v : 0;
+}
+
 dnnjit_tensor_t dnnjit__group_tensor(const dnnjit__group_t *grp, int64_t i)
 {
     return i < grp->input_count ? grp->inputs[i] : grp->outputs[i - grp->input_count];

@@ -42,17 +42,20 @@ typedef struct knob {
     int sm_threads; /* FUSED: threads per SM its row blocks fill (their partial sums cost
                      * memory, so the grid holds no more blocks than run at once), which
                      * the kernel's launch bounds ask the compiler's register use for */
+    int cluster;    /* FUSED: blocks of a cluster (sm_90) that share each row, a slice of
+                     * columns each, their row sums meeting in distributed shared memory;
+                     * 1 for everything else */
 } knob_t;
 
 static const knob_t knobs[] = {
-    {1, 128, true, REGISTERS, 0},   {1, 128, false, REGISTERS, 0},  {4, 32, true, REGISTERS, 0},    {4, 32, false, REGISTERS, 0},
-    {8, 16, true, REGISTERS, 0},    {8, 16, false, REGISTERS, 0},   {16, 8, true, REGISTERS, 0},    {16, 8, false, REGISTERS, 0},
-    {32, 4, true, REGISTERS, 0},    {32, 4, false, REGISTERS, 0},   {32, 8, true, REGISTERS, 0},    {32, 8, false, REGISTERS, 0},
-    {64, 2, true, REGISTERS, 0},    {64, 2, false, REGISTERS, 0},   {128, 1, true, REGISTERS, 0},   {128, 1, false, REGISTERS, 0},
-    {256, 1, true, REGISTERS, 0},   {256, 1, false, REGISTERS, 0},  {512, 1, true, REGISTERS, 0},   {512, 1, false, REGISTERS, 0},
-    {1024, 1, true, REGISTERS, 0},  {1024, 1, false, REGISTERS, 0}, {1024, 1, true, STREAM, 0},     {1024, 1, false, STREAM, 0},
-    {256, 1, true, STREAM, 0},      {256, 1, false, STREAM, 0},     {1024, 1, true, SPLIT, 0},      {1024, 1, false, SPLIT, 0},
-    {256, 1, true, SPLIT, 0},       {256, 1, false, SPLIT, 0},
+    {1, 128, true, REGISTERS, 0, 1},   {1, 128, false, REGISTERS, 0, 1},  {4, 32, true, REGISTERS, 0, 1},    {4, 32, false, REGISTERS, 0, 1},
+    {8, 16, true, REGISTERS, 0, 1},    {8, 16, false, REGISTERS, 0, 1},   {16, 8, true, REGISTERS, 0, 1},    {16, 8, false, REGISTERS, 0, 1},
+    {32, 4, true, REGISTERS, 0, 1},    {32, 4, false, REGISTERS, 0, 1},   {32, 8, true, REGISTERS, 0, 1},    {32, 8, false, REGISTERS, 0, 1},
+    {64, 2, true, REGISTERS, 0, 1},    {64, 2, false, REGISTERS, 0, 1},   {128, 1, true, REGISTERS, 0, 1},   {128, 1, false, REGISTERS, 0, 1},
+    {256, 1, true, REGISTERS, 0, 1},   {256, 1, false, REGISTERS, 0, 1},  {512, 1, true, REGISTERS, 0, 1},   {512, 1, false, REGISTERS, 0, 1},
+    {1024, 1, true, REGISTERS, 0, 1},  {1024, 1, false, REGISTERS, 0, 1}, {1024, 1, true, STREAM, 0, 1},     {1024, 1, false, STREAM, 0, 1},
+    {256, 1, true, STREAM, 0, 1},      {256, 1, false, STREAM, 0, 1},     {1024, 1, true, SPLIT, 0, 1},      {1024, 1, false, SPLIT, 0, 1},
+    {256, 1, true, SPLIT, 0, 1},       {256, 1, false, SPLIT, 0, 1},
     /* Fused norm backward (plan_penalty ranks them): 8 elements a thread for 4096-wide
      * rows, 16, 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit
      * rows (four rows to a block: a quarter of the partial sums). 1024 threads per SM hold
@@ -60,9 +63,13 @@ static const knob_t knobs[] = {
      * spills, at 256 threads or 1000-wide halves with small spills); the same at 512
      * threads per SM (up to 128 registers: no spills, half the loads in flight and half the
      * partial sums). */
-    {512, 1, true, FUSED, 1024}, {256, 1, true, FUSED, 1024}, {1024, 1, true, FUSED, 1024},
-    {128, 1, true, FUSED, 1024}, {64, 4, true, FUSED, 1024},  {512, 1, true, FUSED, 512},
-    {256, 1, true, FUSED, 512},  {128, 1, true, FUSED, 512},  {64, 4, true, FUSED, 512},
+    {512, 1, true, FUSED, 1024, 1}, {256, 1, true, FUSED, 1024, 1}, {1024, 1, true, FUSED, 1024, 1},
+    {128, 1, true, FUSED, 1024, 1}, {64, 4, true, FUSED, 1024, 1},  {512, 1, true, FUSED, 512, 1},
+    {256, 1, true, FUSED, 512, 1},  {128, 1, true, FUSED, 512, 1},  {64, 4, true, FUSED, 512, 1},
+    /* Rows too long for one block's registers (16384 and 32768 16-bit elements): clusters
+     * of 2, 4 or 8 blocks share each row, a slice of it each, as the 256-thread plan above
+     * works on 4096-wide rows. */
+    {256, 1, true, FUSED, 512, 2},  {256, 1, true, FUSED, 512, 4},  {256, 1, true, FUSED, 512, 8},
 };
 
 enum {
@@ -90,13 +97,14 @@ static int vec_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 }
 
 /* Segments a split plan cuts each row into (enough work items to keep the GPU busy, each
- * segment at least four chunks per thread), and the columns of each; 1 and the row length
- * for other plans. */
+ * segment at least four chunks per thread) or a cluster plan (one per block of the
+ * cluster, fewer when whole chunks leave the last ones nothing: supports() refuses that),
+ * and the columns of each; 1 and the row length for other plans. */
 static int64_t split_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *seg_cols)
 {
     int64_t per_pass = (int64_t)kn->tpr * vec_of(pb, kn), cols = pb->geo.cols;
     int64_t want = (BUSY_ITEMS + pb->geo.rows - 1) / pb->geo.rows, most = cols / (4 * per_pass);
-    int64_t split = kn->how != SPLIT ? 1 : want < most ? want : most;
+    int64_t split = kn->how == SPLIT ? (want < most ? want : most) : kn->cluster;
     if (split < 2) {
         *seg_cols = cols;
         return kn->how == SPLIT ? split : 1;
@@ -119,12 +127,12 @@ static bool in_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     return (kn->how == REGISTERS || kn->how == FUSED) && pb->kept_inputs > 0;
 }
 
-/* The row blocks of a fused plan (rpb rows each at a time, looping over the rows): as
- * many as run at once on an H200's 132 SMs at the knob's threads per SM, at most enough
- * for every row. */
-static int64_t fused_blocks(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+/* The row groups of a fused plan (blocks, or clusters of blocks, that loop over the rows,
+ * rpb rows at a time): as many as run at once on an H200's 132 SMs at the knob's threads
+ * per SM, at most enough for every row. Each leaves a row of partial column sums. */
+static int64_t fused_groups(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    int64_t resident = 132 * (int64_t)(kn->sm_threads / (kn->tpr * kn->rpb));
+    int64_t resident = 132 * (int64_t)(kn->sm_threads / (kn->tpr * kn->rpb)) / kn->cluster;
     int64_t needed = (pb->geo.rows + kn->rpb - 1) / kn->rpb;
     return kn->how != FUSED ? 0 : needed < resident ? needed : resident;
 }
@@ -143,15 +151,15 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 }
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
- * then partial results: a fused norm backward's column sums per row block (two counters:
- * tickets and arrivals), a norm backward's per strip and row segment, or a split row's per
+ * then partial results: a fused norm backward's column sums per row group (three counters:
+ * role tickets, arrivals and a cluster plan's row tickets), a norm backward's per strip and row segment, or a split row's per
  * segment. No scratch: both 0. */
 static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
     int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
     if (kn->how == FUSED) {
-        count = 2;
-        values = fused_blocks(pb, kn) * 2 * pb->geo.cols;
+        count = 3;
+        values = fused_groups(pb, kn) * 2 * pb->geo.cols;
     } else if (pb->column_role && pb->segments > 1) {
         count = (pb->geo.cols + pb->strip - 1) / pb->strip;
         values = count * pb->segments * 2 * pb->strip;
@@ -166,7 +174,6 @@ static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64
 static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
                           size_t why_size)
 {
-    (void)arch;
     dnnjit__rows_problem_t pb;
     dnnjit__kernel_t slots = {0};
     char reason[200] = "";
@@ -216,6 +223,11 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         else if (kn->how == FUSED && registers + sums > FUSED_REGISTERS)
             snprintf(reason, sizeof reason, "the row and its column sums need %lld registers per thread at %d threads "
                      "per row (at most %d)", (long long)(registers + sums), kn->tpr, FUSED_REGISTERS);
+        else if (kn->cluster > 1 && *arch && dnnjit__arch_number(arch) < 90)
+            snprintf(reason, sizeof reason, "clusters of blocks need sm_90 or later, not %s", arch);
+        else if (kn->cluster > 1 && split != kn->cluster)
+            snprintf(reason, sizeof reason, "rows of %lld vectors do not cut into %d slices of whole %d-thread chunks",
+                     (long long)vectors, kn->cluster, kn->tpr);
         else if (kn->how == STREAM && registers <= ROW_REGISTERS)
             snprintf(reason, sizeof reason, "the row fits in registers at %d threads per row, which reads it once",
                      kn->tpr);
@@ -242,9 +254,12 @@ static int rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, cons
 static void rows_knob_name(int knob, char *buf, size_t size)
 {
     const knob_t *kn = &knobs[knob];
-    snprintf(buf, size, "t%d_r%d_%s%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
+    char cluster[16] = "";
+    if (kn->cluster > 1)
+        snprintf(cluster, sizeof cluster, "_c%d", kn->cluster);
+    snprintf(buf, size, "t%d_r%d_%s%s%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
              kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : kn->how == FUSED ? "_fused" : "",
-             kn->how == FUSED && kn->sm_threads < 1024 ? "_half" : "");
+             kn->how == FUSED && kn->sm_threads < 1024 ? "_half" : "", cluster);
 }
 
 /* How far a plan lies from what the H200 measured fastest (dnnjit-bench rows --all-plans,
@@ -270,7 +285,7 @@ static void rows_knob_name(int knob, char *buf, size_t size)
  *   (1000-wide fp16, 64 threads). */
 static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    double preferred = (double)pb->geo.cols * pb->elem / 32.0;
+    double preferred = (double)pb->geo.cols / kn->cluster * pb->elem / 32.0;
     preferred = preferred < 1.0 ? 1.0 : preferred > 512.0 ? 512.0 : preferred;
     double octaves = fabs(log2((double)kn->tpr / preferred));
     return octaves + (kn->vector ? 0.0 : 0.5) + (kn->how == FUSED && kn->sm_threads == 1024 ? 2.0 : 0.0);
@@ -325,7 +340,7 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
         bytes += (pb.passes - 1) * row_inputs * (resident_rows * row_bytes <= 40e6 ? 1.0 / 3.0 : 1.0);
     }
     if (kn->how == FUSED)
-        bytes += 2.0 * (double)fused_blocks(&pb, kn) * 2.0 * (double)pb.geo.cols * 4.0;
+        bytes += 2.0 * (double)fused_groups(&pb, kn) * 2.0 * (double)pb.geo.cols * 4.0;
     else if (pb.column_role)
         bytes += tensor_bytes(g, pb.op->in[0]) + tensor_bytes(g, pb.op->in[1]);
     int vec = vec_of(&pb, kn);
@@ -336,7 +351,8 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     /* In flight: each thread's whole share of the row when it stays in registers, else up
      * to four chunks, over the threads the GPU holds at once. */
     double element = (double)dnnjit_data_type_size(dnnjit__tensor(g, pb.op->in[0])->resolved_type);
-    double threads = (double)(kn->how == FUSED ? fused_blocks(&pb, kn) * kn->rpb : pb.geo.rows * split) * kn->tpr;
+    double threads =
+        (double)(kn->how == FUSED ? fused_groups(&pb, kn) * kn->cluster * kn->rpb : pb.geo.rows * split) * kn->tpr;
     threads = threads < 132.0 * 2048 ? threads : 132.0 * 2048;
     double in_flight = threads * (in_registers(&pb, kn) ? chunks : chunks < 4 ? chunks : 4) * vec * element;
     double reads = row_inputs * (kn->how == STREAM ? pb.passes : 1);
@@ -394,14 +410,17 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     (void)p;
     *k = (dnnjit__kernel_t){0};
     dnnjit__rows_problem_t pb;
+    /* No architecture: planning has already refused what the handle's cannot run. */
     if (!rows_supports(g, grp, knob, "", NULL, 0) || !dnnjit__rows_problem(g, grp, &pb) ||
         !dnnjit__kernel_assign_slots(g, grp, k))
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "rows engine: the group of %s \"%s\" is not supported",
                             dnnjit__op_label(g->nodes[grp->first_node].op), g->nodes[grp->first_node].name);
     const knob_t *kn = &knobs[knob];
-    /* A fused plan's column blocks come after its row blocks (see rows_norm_backward.cuh). */
-    int64_t fused = fused_blocks(&pb, kn);
-    int64_t col_blocks = fused              ? (pb.geo.cols + FUSED_STRIP - 1) / FUSED_STRIP
+    /* A fused plan's column blocks come after its row blocks (see rows_norm_backward.cuh),
+     * in whole clusters. */
+    int64_t fused = fused_groups(&pb, kn) * kn->cluster;
+    int64_t col_blocks = fused ? ((pb.geo.cols + FUSED_STRIP - 1) / FUSED_STRIP + kn->cluster - 1) / kn->cluster *
+                                     kn->cluster
                          : pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments
                                           : 0;
     int64_t seg_cols, split = split_of(&pb, kn, &seg_cols), counters, scratch;
@@ -424,19 +443,22 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "constexpr int DJ_BLOCK = %d;\nconstexpr int DJ_VEC = %d;\nconstexpr bool DJ_REGS = %s;\n"
                       "constexpr int DJ_SPLIT = %lld;\nconstexpr int DJ_SEG_COLS = %lld;\n"
                       "constexpr unsigned DJ_COL_BLOCKS = %lldu;\nconstexpr unsigned DJ_FUSED_BLOCKS = %lldu;\n"
-                      "constexpr int DJ_FUSED_STRIP = %d;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n"
-                      "constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
+                      "constexpr int DJ_FUSED_STRIP = %d;\nconstexpr int DJ_CLUSTER = %d;\n"
+                      "constexpr int DJ_SCRATCH_SLOT = %d;\nconstexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
-                      (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, k->scratch_slot,
-                      (long long)(scratch ? counters : 0));
+                      (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, kn->cluster,
+                      k->scratch_slot, (long long)(scratch ? counters : 0));
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
-     * compiler for. Other plans give only the block size: naming one block per SM as the
+     * compiler for; a cluster plan's kernel also names its cluster size. Other plans give only the block size: naming one block per SM as the
      * minimum lets ptxas take more registers (96 instead of 64 for a 32768-wide bf16
      * softmax at 512 threads, halving the blocks an SM holds). */
+    char cluster_dims[48] = "";
+    if (kn->cluster > 1)
+        snprintf(cluster_dims, sizeof cluster_dims, " __cluster_dims__(%d, 1, 1)", kn->cluster);
     if (fused)
-        dnnjit__sb_printf(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, %d)\n",
-                          kn->sm_threads / (kn->tpr * kn->rpb));
+        dnnjit__sb_printf(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, %d)%s\n",
+                          kn->sm_threads / (kn->tpr * kn->rpb), cluster_dims);
     else
         dnnjit__sb_append(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK)\n");
     emit_op_constants(&sb, &pb);

@@ -215,6 +215,32 @@ template <typename T, dj_i64 STRIDE> __device__ __forceinline__ void dj_store_pa
 // Asks L2 for the line holding p (global memory) without waiting for it or taking a register.
 __device__ __forceinline__ void dj_prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
+// ---- clusters (sm_90) ----------------------------------------------------------------
+
+// Waits for every thread of every CTA of the cluster: what each wrote to shared memory,
+// its own or another CTA's, before the barrier is visible to all of them after it.
+__device__ __forceinline__ void dj_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ unsigned dj_cluster_rank()
+{
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
+}
+
+// Stores v at the address of `local` (this CTA's shared memory) in the shared memory of the
+// cluster's CTA `rank`.
+__device__ __forceinline__ void dj_store_cluster(const void *local, unsigned rank, unsigned v)
+{
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "st.shared::cluster.b32 [remote], %2;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(local)),
+                 "r"(rank), "r"(v)
+                 : "memory");
+}
+
 // ---- launch arguments --------------------------------------------------------------
 
 // Every generated kernel takes one DjArgs by value: the device addresses of the tensors its

@@ -128,19 +128,6 @@ __device__ __forceinline__ void dj_mbar_arrive_cluster(unsigned bar, unsigned ra
                  : "memory");
 }
 
-// Every thread of both CTAs of the cluster (their barriers initialised, say).
-__device__ __forceinline__ void dj_cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-__device__ __forceinline__ unsigned dj_cluster_rank()
-{
-    unsigned rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-    return rank;
-}
-
 // Waits until the phase of parity `parity` has completed. A barrier's phase before its
 // first one counts as completed, so waiting for parity 1 on a fresh barrier returns at once.
 __device__ __forceinline__ void dj_mbar_wait(unsigned bar, unsigned parity)

@@ -12,10 +12,11 @@
 //
 // The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
 // DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_COL_BLOCKS (blocks in
-// front of the row blocks that do per-column work, 0 for most ops), DJ_FUSED_BLOCKS and
-// DJ_FUSED_STRIP (a fused norm backward's row blocks and columns per column block; 0 and
-// unused otherwise), DJ_SCRATCH_SLOT and DJ_SCRATCH_COUNTERS (the kernel's scratch, whose
-// counters execute zeroes) and DJ_LAUNCH_BOUNDS (the kernel's __launch_bounds__), this
+// front of the row blocks that do per-column work, 0 for most ops), DJ_FUSED_BLOCKS,
+// DJ_FUSED_STRIP and DJ_CLUSTER (a fused norm backward's row blocks, columns per column
+// block and blocks that share a row; 0, unused and 1 otherwise), DJ_SCRATCH_SLOT and
+// DJ_SCRATCH_COUNTERS (the kernel's scratch, whose counters execute zeroes) and
+// DJ_LAUNCH_BOUNDS (the kernel's __launch_bounds__ and any __cluster_dims__), this
 // file, the generated dj_aligned(args) and port accessors, the op's file (rows_<op>.cuh),
 // and rows_kernel.cuh. The accessors are named
 // after the op's ports:
@@ -41,8 +42,8 @@ static_assert(DJ_RPB * DJ_TPR == DJ_BLOCK && (DJ_TPR & (DJ_TPR - 1)) == 0, "thre
 
 // The row a group of DJ_TPR threads works on, and where its chunks lie. Rows past the end
 // (valid false) still take part in the reductions, which every thread of a block runs.
-// A split row (DJ_SPLIT > 1, one-pass ops only) is DJ_SPLIT segments of DJ_SEG_COLS columns,
-// each worked on like a row of its own, from column col0.
+// A split row (DJ_SPLIT > 1: one-pass ops, or a cluster plan's slices) is DJ_SPLIT segments
+// of DJ_SEG_COLS columns, each worked on like a row of its own.
 template <int V> struct DjRow {
     static constexpr int CHUNKS = (DJ_SEG_COLS + DJ_TPR * V - 1) / (DJ_TPR * V);
     // Every chunk inside the row (or its segment).
@@ -61,6 +62,7 @@ template <int V> struct DjRow {
     dj_i64 row;
     int segment, lane, sub;
     bool valid;
+    int step = 0; // a cluster plan's count of rows so far (see dj_cluster_sum)
     __device__ __forceinline__ int col(int k) const { return segment * DJ_SEG_COLS + (k * DJ_TPR + lane) * V; }
     __device__ __forceinline__ bool has(int k) const
     {
@@ -247,7 +249,38 @@ template <typename T, typename F> __device__ __forceinline__ T dj_row_reduce(T v
     return v;
 }
 
+__device__ __forceinline__ void dj_store_cluster(const float *slot, unsigned rank, float v)
+{
+    dj_store_cluster((const void *)slot, rank, __float_as_uint(v));
+}
+__device__ __forceinline__ void dj_store_cluster(const dj_pair *slot, unsigned rank, dj_pair v)
+{
+    dj_store_cluster(&slot->a, rank, v.a);
+    dj_store_cluster(&slot->b, rank, v.b);
+}
+
+// A cluster plan's blocks each hold a slice of the row and their sum v: every block stores
+// its v in slot [rank] of every block's shared memory, and after one cluster barrier each
+// adds the slots up in rank order, so that all get the same bits. Rows alternate between
+// two sets of slots: a block stores into set s for step n + 2 only after the barrier of
+// step n + 1, which every block reaches after reading set s for step n.
+template <typename T> __device__ __forceinline__ T dj_cluster_sum(T v, int step)
+{
+    __shared__ T slots[2][DJ_CLUSTER];
+    if ((int)threadIdx.x < DJ_CLUSTER)
+        dj_store_cluster(&slots[step & 1][dj_cluster_rank()], threadIdx.x, v);
+    dj_cluster_sync();
+    T total = slots[step & 1][0];
+#pragma unroll
+    for (int r = 1; r < DJ_CLUSTER; r++)
+        total = dj_sum(total, slots[step & 1][r]);
+    return total;
+}
+
 template <int V, typename T> __device__ __forceinline__ T dj_row_sum(T v, const DjRow<V> &rw)
 {
-    return dj_row_reduce(v, rw.sub, rw.lane, [](T a, T b) { return dj_sum(a, b); });
+    v = dj_row_reduce(v, rw.sub, rw.lane, [](T a, T b) { return dj_sum(a, b); });
+    if constexpr (DJ_CLUSTER > 1)
+        v = dj_cluster_sum(v, rw.step);
+    return v;
 }

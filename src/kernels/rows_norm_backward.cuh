@@ -74,22 +74,31 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
     dj_norm_backward_row<V, false>(rw, args, unused);
 }
 
-// A fused plan. Each block takes a ticket (the first counter of the scratch) as it starts:
-// the first DJ_FUSED_BLOCKS tickets (as many blocks as run at once) are row blocks, each
-// working on DJ_RPB rows at a time (from row ticket * DJ_RPB, in steps of DJ_FUSED_BLOCKS *
-// DJ_RPB) and adding each thread's dscale and dbias terms up in registers; it then adds
-// its rows' sums up in shared memory in row order (with several rows), stores them in its
-// row of the scratch's partial sums ([DJ_FUSED_BLOCKS][2][DJ_COLS] floats after the
-// counters) and counts itself in the second counter. The later tickets are column blocks,
-// one per DJ_FUSED_STRIP columns: each waits until every row block has counted itself, then
-// adds the strip's partial sums up, the warps taking row blocks in turn and combining in
-// warp order: a fixed order, so the sums are deterministic. Tickets rather than block
-// indices decide the roles so that a column block waits only for row blocks that have
-// started, which then finish whatever the order the GPU starts blocks in.
+// A fused plan. Its row groups are blocks, or with DJ_CLUSTER > 1 clusters of blocks that
+// share each row, block `rank` of a cluster taking segment `rank` of the row (DJ_SEG_COLS
+// columns) and the cluster's blocks adding up the row sums in distributed shared memory
+// (dj_cluster_sum). Each group takes a ticket (the first counter of the scratch; a
+// cluster's first block takes it for the cluster) as it starts: the first DJ_FUSED_GROUPS
+// tickets (as many groups as run at once) are row groups, which work on rows and add each
+// thread's dscale and dbias terms up in registers. A block works on DJ_RPB rows at a time,
+// from row ticket * DJ_RPB in steps of DJ_FUSED_GROUPS * DJ_RPB; a cluster on one row at a
+// time, taken from the third counter, so that a cluster the GPU cannot start until others
+// finish (the GPU may hold fewer clusters than DJ_FUSED_GROUPS) finds no rows left rather
+// than doubling the time. A row group then adds its rows' sums up in shared memory in row
+// order (with several rows), stores them in its row of the scratch's partial sums
+// ([DJ_FUSED_GROUPS][2][DJ_COLS] floats after the counters) and counts each of its blocks
+// in the second counter. The later tickets are column groups, each block of which takes
+// DJ_FUSED_STRIP columns: it waits until every row block has counted itself, then adds the
+// strip's partial sums up, the warps taking row groups in turn and combining in warp
+// order: a fixed order, so the sums are deterministic. Tickets rather than block indices
+// decide the roles so that a column block waits only for row blocks that have started,
+// which then finish whatever the order the GPU starts blocks in.
 // Declared once for the kernel rather than in dj_rows_fused, which both access widths
 // instantiate (a static shared array in each would take the memory twice).
 __shared__ float dj_fused_rows_sums[DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? DJ_RPB : 1]
                                    [DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? 2 * DJ_COLS : 1];
+constexpr unsigned DJ_FUSED_GROUPS = DJ_FUSED_BLOCKS / DJ_CLUSTER;
+static_assert(DJ_CLUSTER == 1 || DJ_RPB == 1, "a cluster works on one row at a time");
 
 template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &args)
 {
@@ -97,12 +106,33 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
     constexpr int WARPS = DJ_BLOCK / 32;
     unsigned *const counters = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
     float *const partial = (float *)(counters + DJ_SCRATCH_COUNTERS);
-    __shared__ unsigned ticket;
-    if (threadIdx.x == 0)
-        ticket = atomicAdd(counters, 1u);
-    __syncthreads();
-    const unsigned mine = ticket;
-    if (mine < DJ_FUSED_BLOCKS) {
+    const unsigned rank = DJ_CLUSTER > 1 ? dj_cluster_rank() : 0u;
+    // The ticket and, for a cluster row group, its first two rows; a cluster's first block
+    // takes each row one step before the cluster learns it (`pending`) and two before the
+    // cluster works on it, so that the atomic's latency hides behind a row.
+    __shared__ unsigned start[3], next_rows[2];
+    unsigned pending = 0;
+    if constexpr (DJ_CLUSTER > 1) {
+        dj_cluster_sync(); // every block of the cluster runs before any stores to its shared memory
+        if (rank == 0 && threadIdx.x == 0) {
+            const unsigned t = atomicAdd(counters, 1u);
+            const unsigned r0 = t < DJ_FUSED_GROUPS ? atomicAdd(counters + 2, 1u) : 0u;
+            const unsigned r1 = t < DJ_FUSED_GROUPS ? atomicAdd(counters + 2, 1u) : 0u;
+            pending = t < DJ_FUSED_GROUPS ? atomicAdd(counters + 2, 1u) : 0u;
+            for (unsigned r = 0; r < DJ_CLUSTER; r++) {
+                dj_store_cluster(&start[0], r, t);
+                dj_store_cluster(&start[1], r, r0);
+                dj_store_cluster(&start[2], r, r1);
+            }
+        }
+        dj_cluster_sync();
+    } else {
+        if (threadIdx.x == 0)
+            start[0] = atomicAdd(counters, 1u);
+        __syncthreads();
+    }
+    const unsigned mine = start[0];
+    if (mine < DJ_FUSED_GROUPS) {
         DjColSums<V> sums;
 #pragma unroll
         for (int k = 0; k < R::CHUNKS; k++)
@@ -110,24 +140,37 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
             for (int e = 0; e < V; e++)
                 sums.dscale[k][e] = sums.dbias[k][e] = 0.0f;
         const int lane = (int)threadIdx.x % DJ_TPR, sub = (int)threadIdx.x / DJ_TPR;
-        // The bound is the same for every thread of the block, as the row reductions need.
-        constexpr dj_i64 STEP = (dj_i64)DJ_FUSED_BLOCKS * DJ_RPB;
-        for (dj_i64 base = (dj_i64)mine * DJ_RPB; base < DJ_ROWS; base += STEP) {
+        constexpr dj_i64 STEP = (dj_i64)DJ_FUSED_GROUPS * DJ_RPB;
+        dj_i64 base = DJ_CLUSTER > 1 ? (dj_i64)start[1] : (dj_i64)mine * DJ_RPB;
+        dj_i64 next = DJ_CLUSTER > 1 ? (dj_i64)start[2] : base + STEP;
+        // The bound is the same for every thread of the group, as the row reductions need.
+        for (int step = 0; base < DJ_ROWS; step++) {
             // The row this thread works on next goes to L2 meanwhile: a block holds only its
             // current rows in registers and waits on them, and the two blocks an SM holds
             // would otherwise leave DRAM idle through their reductions. On the H200 this took
             // 32768x4096 bf16 layer norm backward from 2.55 to 3.37 TB/s (RMS norm 3.00 to
             // 3.44); prefetching two steps ahead gave the same, four steps less.
-            const DjRow<V> next{base + sub + STEP, 0, lane, sub, base + sub + STEP < DJ_ROWS};
+            const DjRow<V> ahead{next + sub, (int)rank, lane, sub, next + sub < DJ_ROWS};
 #pragma unroll
             for (int k = 0; k < R::CHUNKS; k++)
-                if (next.has(k)) {
-                    dj_pf_DY(next.row, next.col(k), args);
-                    dj_pf_X(next.row, next.col(k), args);
+                if (ahead.has(k)) {
+                    dj_pf_DY(ahead.row, ahead.col(k), args);
+                    dj_pf_X(ahead.row, ahead.col(k), args);
                 }
-            dj_norm_backward_row<V, true>(DjRow<V>{base + sub, 0, lane, sub, base + sub < DJ_ROWS}, args, sums);
+            if constexpr (DJ_CLUSTER > 1) {
+                // The row after next, which the cluster reads after this row's barrier.
+                if (rank == 0 && threadIdx.x == 0) {
+                    for (unsigned r = 0; r < DJ_CLUSTER; r++)
+                        dj_store_cluster(&next_rows[step & 1], r, pending);
+                    pending = atomicAdd(counters + 2, 1u);
+                }
+            }
+            dj_norm_backward_row<V, true>(DjRow<V>{base + sub, (int)rank, lane, sub, base + sub < DJ_ROWS, step},
+                                          args, sums);
+            base = next;
+            next = DJ_CLUSTER > 1 ? (dj_i64)next_rows[step & 1] : next + STEP;
         }
-        const DjRow<V> rw{0, 0, lane, sub, true};
+        const DjRow<V> rw{0, (int)rank, lane, sub, true};
         float *const out = partial + (dj_i64)mine * 2 * DJ_COLS;
         // Where this thread's sums go: straight to the scratch for one row per block, else
         // to its row's part of shared memory, whose rows the block then adds up in order.
@@ -164,11 +207,11 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
     }
     __syncthreads();
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    const int col = (int)(mine - DJ_FUSED_BLOCKS) * DJ_FUSED_STRIP + lane;
+    const int col = ((int)(mine - DJ_FUSED_GROUPS) * DJ_CLUSTER + (int)rank) * DJ_FUSED_STRIP + lane;
     float dscale = 0.0f, dbias = 0.0f;
     if (col < DJ_COLS) {
         // Past L1 (__ldcg): the sums come from other SMs.
-        for (dj_i64 b = warp; b < DJ_FUSED_BLOCKS; b += WARPS) {
+        for (dj_i64 b = warp; b < DJ_FUSED_GROUPS; b += WARPS) {
             dscale += __ldcg(partial + b * 2 * DJ_COLS + col);
             dbias += __ldcg(partial + b * 2 * DJ_COLS + DJ_COLS + col);
         }
