@@ -215,7 +215,38 @@ template <typename T, dj_i64 STRIDE> __device__ __forceinline__ void dj_store_pa
 // Asks L2 for the line holding p (global memory) without waiting for it or taking a register.
 __device__ __forceinline__ void dj_prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-// ---- clusters (sm_90) ----------------------------------------------------------------
+// ---- shared memory barriers and clusters (sm_90) ------------------------------------
+
+__device__ __forceinline__ unsigned dj_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void dj_mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+// An arrival on the barrier at the same offset as `bar` in the shared memory of the
+// cluster's CTA `rank`, after this thread's earlier stores (to any CTA of the cluster).
+__device__ __forceinline__ void dj_mbar_arrive_cluster(unsigned bar, unsigned rank)
+{
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+
+// Waits until the phase of parity `parity` of this CTA's barrier `bar` has completed, and
+// sees what the arriving threads of the cluster stored before they arrived.
+__device__ __forceinline__ void dj_mbar_wait_cluster(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
 
 // Waits for every thread of every CTA of the cluster: what each wrote to shared memory,
 // its own or another CTA's, before the barrier is visible to all of them after it.
@@ -231,12 +262,12 @@ __device__ __forceinline__ unsigned dj_cluster_rank()
     return rank;
 }
 
-// Stores v at the address of `local` (this CTA's shared memory) in the shared memory of the
-// cluster's CTA `rank`.
-__device__ __forceinline__ void dj_store_cluster(const void *local, unsigned rank, unsigned v)
+// Stores v at shared address `local` (of this CTA) in the shared memory of the cluster's
+// CTA `rank`.
+__device__ __forceinline__ void dj_store_cluster(unsigned local, unsigned rank, unsigned v)
 {
     asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "st.shared::cluster.b32 [remote], %2;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(local)),
+                 "st.shared::cluster.b32 [remote], %2;\n}\n" ::"r"(local),
                  "r"(rank), "r"(v)
                  : "memory");
 }

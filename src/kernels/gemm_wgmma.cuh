@@ -100,13 +100,6 @@ struct __align__(64) DjTensorMap {
 
 // ---- PTX wrappers -----------------------------------------------------------------
 
-__device__ __forceinline__ unsigned dj_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void dj_mbar_init(unsigned bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-
 // The producer's arrival, announcing the bytes TMA will deliver to this phase.
 __device__ __forceinline__ void dj_mbar_expect_tx(unsigned bar, unsigned bytes)
 {
@@ -116,16 +109,6 @@ __device__ __forceinline__ void dj_mbar_expect_tx(unsigned bar, unsigned bytes)
 __device__ __forceinline__ void dj_mbar_arrive(unsigned bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-// An arrival on the barrier at the same offset as `bar` in the shared memory of the
-// cluster's CTA `rank`.
-__device__ __forceinline__ void dj_mbar_arrive_cluster(unsigned bar, unsigned rank)
-{
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
-                 "r"(rank)
-                 : "memory");
 }
 
 // Waits until the phase of parity `parity` has completed. A barrier's phase before its

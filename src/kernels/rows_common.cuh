@@ -62,7 +62,6 @@ template <int V> struct DjRow {
     dj_i64 row;
     int segment, lane, sub;
     bool valid;
-    int step = 0; // a cluster plan's count of rows so far (see dj_cluster_sum)
     __device__ __forceinline__ int col(int k) const { return segment * DJ_SEG_COLS + (k * DJ_TPR + lane) * V; }
     __device__ __forceinline__ bool has(int k) const
     {
@@ -249,38 +248,7 @@ template <typename T, typename F> __device__ __forceinline__ T dj_row_reduce(T v
     return v;
 }
 
-__device__ __forceinline__ void dj_store_cluster(const float *slot, unsigned rank, float v)
-{
-    dj_store_cluster((const void *)slot, rank, __float_as_uint(v));
-}
-__device__ __forceinline__ void dj_store_cluster(const dj_pair *slot, unsigned rank, dj_pair v)
-{
-    dj_store_cluster(&slot->a, rank, v.a);
-    dj_store_cluster(&slot->b, rank, v.b);
-}
-
-// A cluster plan's blocks each hold a slice of the row and their sum v: every block stores
-// its v in slot [rank] of every block's shared memory, and after one cluster barrier each
-// adds the slots up in rank order, so that all get the same bits. Rows alternate between
-// two sets of slots: a block stores into set s for step n + 2 only after the barrier of
-// step n + 1, which every block reaches after reading set s for step n.
-template <typename T> __device__ __forceinline__ T dj_cluster_sum(T v, int step)
-{
-    __shared__ T slots[2][DJ_CLUSTER];
-    if ((int)threadIdx.x < DJ_CLUSTER)
-        dj_store_cluster(&slots[step & 1][dj_cluster_rank()], threadIdx.x, v);
-    dj_cluster_sync();
-    T total = slots[step & 1][0];
-#pragma unroll
-    for (int r = 1; r < DJ_CLUSTER; r++)
-        total = dj_sum(total, slots[step & 1][r]);
-    return total;
-}
-
 template <int V, typename T> __device__ __forceinline__ T dj_row_sum(T v, const DjRow<V> &rw)
 {
-    v = dj_row_reduce(v, rw.sub, rw.lane, [](T a, T b) { return dj_sum(a, b); });
-    if constexpr (DJ_CLUSTER > 1)
-        v = dj_cluster_sum(v, rw.step);
-    return v;
+    return dj_row_reduce(v, rw.sub, rw.lane, [](T a, T b) { return dj_sum(a, b); });
 }

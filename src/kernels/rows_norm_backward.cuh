@@ -17,47 +17,73 @@ template <int V> struct DjColSums {
     float dscale[DjRow<V>::CHUNKS][V], dbias[DjRow<V>::CHUNKS][V];
 };
 
-// One row; with SUM, also adds the row's dscale and dbias terms to `sums`.
-template <int V, bool SUM>
-__device__ __forceinline__ void dj_norm_backward_row(const DjRow<V> &rw, const DjArgs &args, DjColSums<V> &col_sums)
+// A row between its two passes: its values (in registers when DjRow<V>::REGS) and
+// statistics.
+template <int V> struct DjHeldRow {
+    DjCache<DjKept_DY, V> dy;
+    DjCache<DjKept_X, V> x;
+    float mean, inv_var;
+};
+
+template <int V> __device__ __forceinline__ void dj_dy_chunk(const DjRow<V> &rw, DjHeldRow<V> &held, int k, bool first,
+                                                            const DjArgs &args, float (&v)[V])
+{
+    dj_chunk(rw, held.dy, k, first, 0.0f,
+             [&](dj_i64 row, int col, float (&w)[V], bool f) { dj_in_DY<V>(row, col, w, args, f); }, v);
+}
+template <int V> __device__ __forceinline__ void dj_x_chunk(const DjRow<V> &rw, DjHeldRow<V> &held, int k, bool first,
+                                                           const DjArgs &args, float (&v)[V])
+{
+    dj_chunk(rw, held.x, k, first, 0.0f,
+             [&](dj_i64 row, int col, float (&w)[V], bool f) { dj_in_X<V>(row, col, w, args, f); }, v);
+}
+
+// A row's first pass: reads it into `held` and returns this thread's sums of g and g * xhat.
+template <int V> __device__ __forceinline__ dj_pair dj_norm_backward_sums(const DjRow<V> &rw, const DjArgs &args,
+                                                                          DjHeldRow<V> &held)
 {
     using R = DjRow<V>;
-    DjCache<DjKept_DY, V> dy_cache;
-    DjCache<DjKept_X, V> x_cache;
-    const auto dy_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_DY<V>(row, col, v, args, first); };
-    const auto x_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_X<V>(row, col, v, args, first); };
-    const float mean = rw.valid ? dj_rin_MEAN(rw.row, args) : 0.0f;
-    const float inv_var = rw.valid ? dj_rin_INV_VARIANCE(rw.row, args) : 0.0f;
-    dj_pair sums = {0.0f, 0.0f}; // g and g * xhat
+    held.mean = rw.valid ? dj_rin_MEAN(rw.row, args) : 0.0f;
+    held.inv_var = rw.valid ? dj_rin_INV_VARIANCE(rw.row, args) : 0.0f;
+    dj_pair sums = {0.0f, 0.0f};
 #pragma unroll(R::UNROLL)
     for (int k = 0; k < R::CHUNKS; k++) {
         float dy[V], x[V], scale[V];
-        dj_chunk(rw, dy_cache, k, true, 0.0f, dy_in, dy);
-        dj_chunk(rw, x_cache, k, true, 0.0f, x_in, x);
+        dj_dy_chunk(rw, held, k, true, args, dy);
+        dj_x_chunk(rw, held, k, true, args, x);
         if (rw.has(k)) {
             dj_par_SCALE<V>(rw.col(k), scale, args);
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 const float g = dy[e] * scale[e];
                 sums.a += g;
-                sums.b += g * ((x[e] - mean) * inv_var);
+                sums.b += g * ((x[e] - held.mean) * held.inv_var);
             }
         }
     }
-    sums = dj_row_sum(sums, rw);
+    return sums;
+}
+
+// A row's second pass, given the sums over the whole row: dx, and with SUM the row's
+// dscale and dbias terms added to `col_sums`.
+template <int V, bool SUM>
+__device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const DjArgs &args, DjHeldRow<V> &held,
+                                                    dj_pair sums, DjColSums<V> &col_sums)
+{
+    using R = DjRow<V>;
     const float mean_g = DJ_CENTER ? sums.a / (float)DJ_COLS : 0.0f;
     const float mean_gx = sums.b / (float)DJ_COLS;
 #pragma unroll(R::UNROLL)
     for (int k = 0; k < R::CHUNKS; k++) {
         float dy[V], x[V], scale[V], dx[V];
-        dj_chunk(rw, dy_cache, k, false, 0.0f, dy_in, dy);
-        dj_chunk(rw, x_cache, k, false, 0.0f, x_in, x);
+        dj_dy_chunk(rw, held, k, false, args, dy);
+        dj_x_chunk(rw, held, k, false, args, x);
         if (rw.has(k)) {
             dj_par_SCALE<V>(rw.col(k), scale, args);
 #pragma unroll
             for (int e = 0; e < V; e++) {
-                const float xhat = (x[e] - mean) * inv_var;
-                dx[e] = inv_var * (dy[e] * scale[e] - mean_g - xhat * mean_gx);
+                const float xhat = (x[e] - held.mean) * held.inv_var;
+                dx[e] = held.inv_var * (dy[e] * scale[e] - mean_g - xhat * mean_gx);
                 if constexpr (SUM) {
                     col_sums.dscale[k][e] += dy[e] * xhat;
                     col_sums.dbias[k][e] += dy[e];
@@ -68,6 +94,15 @@ __device__ __forceinline__ void dj_norm_backward_row(const DjRow<V> &rw, const D
     }
 }
 
+// One row; with SUM, also adds the row's dscale and dbias terms to `col_sums`.
+template <int V, bool SUM>
+__device__ __forceinline__ void dj_norm_backward_row(const DjRow<V> &rw, const DjArgs &args, DjColSums<V> &col_sums)
+{
+    DjHeldRow<V> held;
+    const dj_pair sums = dj_row_sum(dj_norm_backward_sums(rw, args, held), rw);
+    dj_norm_backward_dx<V, SUM>(rw, args, held, sums, col_sums);
+}
+
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
     DjColSums<V> unused;
@@ -75,30 +110,125 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
 }
 
 // A fused plan. Its row groups are blocks, or with DJ_CLUSTER > 1 clusters of blocks that
-// share each row, block `rank` of a cluster taking segment `rank` of the row (DJ_SEG_COLS
-// columns) and the cluster's blocks adding up the row sums in distributed shared memory
-// (dj_cluster_sum). Each group takes a ticket (the first counter of the scratch; a
-// cluster's first block takes it for the cluster) as it starts: the first DJ_FUSED_GROUPS
-// tickets (as many groups as run at once) are row groups, which work on rows and add each
-// thread's dscale and dbias terms up in registers. A block works on DJ_RPB rows at a time,
-// from row ticket * DJ_RPB in steps of DJ_FUSED_GROUPS * DJ_RPB; a cluster on one row at a
-// time, taken from the third counter, so that a cluster the GPU cannot start until others
-// finish (the GPU may hold fewer clusters than DJ_FUSED_GROUPS) finds no rows left rather
-// than doubling the time. A row group then adds its rows' sums up in shared memory in row
-// order (with several rows), stores them in its row of the scratch's partial sums
-// ([DJ_FUSED_GROUPS][2][DJ_COLS] floats after the counters) and counts each of its blocks
-// in the second counter. The later tickets are column groups, each block of which takes
-// DJ_FUSED_STRIP columns: it waits until every row block has counted itself, then adds the
-// strip's partial sums up, the warps taking row groups in turn and combining in warp
-// order: a fixed order, so the sums are deterministic. Tickets rather than block indices
-// decide the roles so that a column block waits only for row blocks that have started,
-// which then finish whatever the order the GPU starts blocks in.
+// share each row (see dj_cluster_rows). Each group takes a ticket (the first counter of
+// the scratch; a cluster's first block takes it for the cluster) as it starts: the first
+// DJ_FUSED_GROUPS tickets (as many groups as run at once) are row groups, which work on
+// rows and add each thread's dscale and dbias terms up in registers. A block works on
+// DJ_RPB rows at a time, from row ticket * DJ_RPB in steps of DJ_FUSED_GROUPS * DJ_RPB; a
+// cluster on rows it takes from the third counter, so that a cluster the GPU cannot start
+// until others finish (the GPU may hold fewer clusters than DJ_FUSED_GROUPS) finds no rows
+// left rather than doubling the time. A row group then adds its rows' sums up in shared
+// memory in row order (with several rows), stores them in its row of the scratch's
+// partial sums ([DJ_FUSED_GROUPS][2][DJ_COLS] floats after the counters) and counts each
+// of its blocks in the second counter. The later tickets are column groups, each block of
+// which takes DJ_FUSED_STRIP columns: it waits until every row block has counted itself,
+// then adds the strip's partial sums up, the warps taking row groups in turn and combining
+// in warp order: a fixed order, so the sums are deterministic. Tickets rather than block
+// indices decide the roles so that a column block waits only for row blocks that have
+// started, which then finish whatever the order the GPU starts blocks in.
 // Declared once for the kernel rather than in dj_rows_fused, which both access widths
 // instantiate (a static shared array in each would take the memory twice).
 __shared__ float dj_fused_rows_sums[DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? DJ_RPB : 1]
                                    [DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? 2 * DJ_COLS : 1];
 constexpr unsigned DJ_FUSED_GROUPS = DJ_FUSED_BLOCKS / DJ_CLUSTER;
 static_assert(DJ_CLUSTER == 1 || DJ_RPB == 1, "a cluster works on one row at a time");
+
+// What a cluster's block tells every block of the cluster about a row: its sums of g and
+// g * xhat over its slice, and (from the first block) the row the cluster takes two rows
+// later. Rows use the sets of slots in turn, each set with a barrier in every block that
+// completes when all the cluster's blocks have stored theirs. A block stores for row n
+// after it has read the sums of row n - 2, which every block stored after reading those of
+// row n - 4 (see dj_cluster_rows), so a block may still read sets n - 3 .. n - 1: four
+// sets keep the stores off them.
+struct DjSlot {
+    float a, b;
+    unsigned later;
+};
+constexpr int DJ_SLOT_SETS = 4;
+__shared__ DjSlot dj_slots[DJ_CLUSTER > 1 ? DJ_SLOT_SETS : 1][DJ_CLUSTER];
+__shared__ dj_u64 dj_slot_bars[DJ_CLUSTER > 1 ? DJ_SLOT_SETS : 1];
+
+// Stores this block's sums for the row of step `step` in slot `rank` of every block of
+// the cluster (thread r stores to block r), with warp 0's thread 0's `later`.
+__device__ __forceinline__ void dj_publish(dj_pair sums, unsigned later, int step, unsigned rank)
+{
+    if (threadIdx.x < 32) {
+        later = __shfl_sync(0xffffffffu, later, 0);
+        if ((int)threadIdx.x < DJ_CLUSTER) {
+            const DjSlot &slot = dj_slots[step % DJ_SLOT_SETS][rank];
+            dj_store_cluster(dj_smem_u32(&slot.a), threadIdx.x, __float_as_uint(sums.a));
+            dj_store_cluster(dj_smem_u32(&slot.b), threadIdx.x, __float_as_uint(sums.b));
+            dj_store_cluster(dj_smem_u32(&slot.later), threadIdx.x, later);
+            dj_mbar_arrive_cluster(dj_smem_u32(&dj_slot_bars[step % DJ_SLOT_SETS]), threadIdx.x);
+        }
+    }
+}
+
+// Waits for every block's sums for the row of step `step` and adds them up in rank order,
+// so that all blocks get the same bits; `later` receives the first block's.
+__device__ __forceinline__ dj_pair dj_collect(int step, unsigned &later)
+{
+    const int set = step % DJ_SLOT_SETS;
+    dj_mbar_wait_cluster(dj_smem_u32(&dj_slot_bars[set]), (unsigned)(step / DJ_SLOT_SETS) & 1u);
+    dj_pair total = {dj_slots[set][0].a, dj_slots[set][0].b};
+#pragma unroll
+    for (int r = 1; r < DJ_CLUSTER; r++)
+        total = dj_sum(total, dj_pair{dj_slots[set][r].a, dj_slots[set][r].b});
+    later = dj_slots[set][0].later;
+    return total;
+}
+
+// A cluster row group's rows, block `rank` working on segment `rank` (DJ_SEG_COLS columns)
+// of each. A row's dx needs the sums over every slice, which a block learns only once the
+// slowest block of the cluster has read its slice; so each block reads the next row and
+// publishes its sums before it waits for the current row's, which hides that wait behind
+// the next row's loads (waiting in turn cost a third of the bandwidth). `row` and `next`
+// are the cluster's first two rows; the first block holds the third in `pending` and takes
+// each further row from `tickets` one row ahead of publishing it.
+template <int V>
+__device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned rank, dj_i64 row, dj_i64 next,
+                                                unsigned pending, unsigned *tickets, DjColSums<V> &col_sums)
+{
+    const int lane = (int)threadIdx.x;
+    const bool taker = rank == 0 && threadIdx.x == 0;
+    const auto slice = [&](dj_i64 r) { return DjRow<V>{r, (int)rank, lane, 0, r < DJ_ROWS}; };
+    const auto prefetch = [&](dj_i64 r) {
+        const DjRow<V> rw = slice(r);
+#pragma unroll
+        for (int k = 0; k < DjRow<V>::CHUNKS; k++)
+            if (rw.has(k)) {
+                dj_pf_DY(rw.row, rw.col(k), args);
+                dj_pf_X(rw.row, rw.col(k), args);
+            }
+    };
+    DjHeldRow<V> first, second;
+    int step = 0;
+    prefetch(next);
+    dj_publish(dj_row_sum(dj_norm_backward_sums(slice(row), args, first), slice(row)), pending, step, rank);
+    if (taker)
+        pending = atomicAdd(tickets, 1u);
+    // One step: the next row's first pass and sums out, the current row's sums in, its
+    // second pass. Written for both assignments of the two held rows, which keeps them in
+    // registers (an array indexed by the step's parity would not be).
+    const auto advance = [&](DjHeldRow<V> &cur, DjHeldRow<V> &nxt) {
+        if (next < DJ_ROWS) {
+            const DjRow<V> rw = slice(next);
+            dj_publish(dj_row_sum(dj_norm_backward_sums(rw, args, nxt), rw), pending, step + 1, rank);
+            if (taker)
+                pending = atomicAdd(tickets, 1u);
+        }
+        unsigned later;
+        const dj_pair total = dj_collect(step, later);
+        prefetch(later);
+        dj_norm_backward_dx<V, true>(slice(row), args, cur, total, col_sums);
+        row = next;
+        next = later;
+        step++;
+        return row < DJ_ROWS;
+    };
+    while (advance(first, second) && advance(second, first)) {
+    }
+}
 
 template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &args)
 {
@@ -107,22 +237,28 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
     unsigned *const counters = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
     float *const partial = (float *)(counters + DJ_SCRATCH_COUNTERS);
     const unsigned rank = DJ_CLUSTER > 1 ? dj_cluster_rank() : 0u;
-    // The ticket and, for a cluster row group, its first two rows; a cluster's first block
-    // takes each row one step before the cluster learns it (`pending`) and two before the
-    // cluster works on it, so that the atomic's latency hides behind a row.
-    __shared__ unsigned start[3], next_rows[2];
+    // The ticket and, for a cluster row group, its first two rows.
+    __shared__ unsigned start[3];
     unsigned pending = 0;
     if constexpr (DJ_CLUSTER > 1) {
-        dj_cluster_sync(); // every block of the cluster runs before any stores to its shared memory
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < DJ_SLOT_SETS; s++)
+                dj_mbar_init(dj_smem_u32(&dj_slot_bars[s]), DJ_CLUSTER);
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        }
+        // Every block of the cluster runs, its barriers ready, before any stores to its
+        // shared memory.
+        dj_cluster_sync();
         if (rank == 0 && threadIdx.x == 0) {
             const unsigned t = atomicAdd(counters, 1u);
-            const unsigned r0 = t < DJ_FUSED_GROUPS ? atomicAdd(counters + 2, 1u) : 0u;
-            const unsigned r1 = t < DJ_FUSED_GROUPS ? atomicAdd(counters + 2, 1u) : 0u;
-            pending = t < DJ_FUSED_GROUPS ? atomicAdd(counters + 2, 1u) : 0u;
+            const bool rows = t < DJ_FUSED_GROUPS;
+            const unsigned r0 = rows ? atomicAdd(counters + 2, 1u) : 0u;
+            const unsigned r1 = rows ? atomicAdd(counters + 2, 1u) : 0u;
+            pending = rows ? atomicAdd(counters + 2, 1u) : 0u;
             for (unsigned r = 0; r < DJ_CLUSTER; r++) {
-                dj_store_cluster(&start[0], r, t);
-                dj_store_cluster(&start[1], r, r0);
-                dj_store_cluster(&start[2], r, r1);
+                dj_store_cluster(dj_smem_u32(&start[0]), r, t);
+                dj_store_cluster(dj_smem_u32(&start[1]), r, r0);
+                dj_store_cluster(dj_smem_u32(&start[2]), r, r1);
             }
         }
         dj_cluster_sync();
@@ -140,35 +276,27 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
             for (int e = 0; e < V; e++)
                 sums.dscale[k][e] = sums.dbias[k][e] = 0.0f;
         const int lane = (int)threadIdx.x % DJ_TPR, sub = (int)threadIdx.x / DJ_TPR;
-        constexpr dj_i64 STEP = (dj_i64)DJ_FUSED_GROUPS * DJ_RPB;
-        dj_i64 base = DJ_CLUSTER > 1 ? (dj_i64)start[1] : (dj_i64)mine * DJ_RPB;
-        dj_i64 next = DJ_CLUSTER > 1 ? (dj_i64)start[2] : base + STEP;
-        // The bound is the same for every thread of the group, as the row reductions need.
-        for (int step = 0; base < DJ_ROWS; step++) {
-            // The row this thread works on next goes to L2 meanwhile: a block holds only its
-            // current rows in registers and waits on them, and the two blocks an SM holds
-            // would otherwise leave DRAM idle through their reductions. On the H200 this took
-            // 32768x4096 bf16 layer norm backward from 2.55 to 3.37 TB/s (RMS norm 3.00 to
-            // 3.44); prefetching two steps ahead gave the same, four steps less.
-            const DjRow<V> ahead{next + sub, (int)rank, lane, sub, next + sub < DJ_ROWS};
+        if constexpr (DJ_CLUSTER > 1) {
+            if (start[1] < DJ_ROWS)
+                dj_cluster_rows<V>(args, rank, start[1], start[2], pending, counters + 2, sums);
+        } else {
+            // The bound is the same for every thread of the block, as the row reductions need.
+            constexpr dj_i64 STEP = (dj_i64)DJ_FUSED_GROUPS * DJ_RPB;
+            for (dj_i64 base = (dj_i64)mine * DJ_RPB; base < DJ_ROWS; base += STEP) {
+                // The row this thread works on next goes to L2 meanwhile: a block holds only its
+                // current rows in registers and waits on them, and the two blocks an SM holds
+                // would otherwise leave DRAM idle through their reductions. On the H200 this took
+                // 32768x4096 bf16 layer norm backward from 2.55 to 3.37 TB/s (RMS norm 3.00 to
+                // 3.44); prefetching two steps ahead gave the same, four steps less.
+                const DjRow<V> next{base + sub + STEP, 0, lane, sub, base + sub + STEP < DJ_ROWS};
 #pragma unroll
-            for (int k = 0; k < R::CHUNKS; k++)
-                if (ahead.has(k)) {
-                    dj_pf_DY(ahead.row, ahead.col(k), args);
-                    dj_pf_X(ahead.row, ahead.col(k), args);
-                }
-            if constexpr (DJ_CLUSTER > 1) {
-                // The row after next, which the cluster reads after this row's barrier.
-                if (rank == 0 && threadIdx.x == 0) {
-                    for (unsigned r = 0; r < DJ_CLUSTER; r++)
-                        dj_store_cluster(&next_rows[step & 1], r, pending);
-                    pending = atomicAdd(counters + 2, 1u);
-                }
+                for (int k = 0; k < R::CHUNKS; k++)
+                    if (next.has(k)) {
+                        dj_pf_DY(next.row, next.col(k), args);
+                        dj_pf_X(next.row, next.col(k), args);
+                    }
+                dj_norm_backward_row<V, true>(DjRow<V>{base + sub, 0, lane, sub, base + sub < DJ_ROWS}, args, sums);
             }
-            dj_norm_backward_row<V, true>(DjRow<V>{base + sub, (int)rank, lane, sub, base + sub < DJ_ROWS, step},
-                                          args, sums);
-            base = next;
-            next = DJ_CLUSTER > 1 ? (dj_i64)next_rows[step & 1] : next + STEP;
         }
         const DjRow<V> rw{0, (int)rank, lane, sub, true};
         float *const out = partial + (dj_i64)mine * 2 * DJ_COLS;
