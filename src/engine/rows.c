@@ -68,7 +68,9 @@ static const knob_t knobs[] = {
     {256, 1, true, FUSED, 512, 1},  {128, 1, true, FUSED, 512, 1},  {64, 4, true, FUSED, 512, 1},
     /* Rows too long for one block's registers (16384 and 32768 16-bit elements): clusters
      * of 2, 4 or 8 blocks share each row, a slice of it each, as the 256-thread plan above
-     * works on 4096-wide rows. */
+     * works on 4096-wide rows. On 4096x32768 bf16 (layer, RMS norm) this ran at 2.47-2.51
+     * TB/s, against 2.35-2.43 for slices of 4096 at 512 threads (two blocks an SM, 64
+     * registers) and 2.22-2.27 for clusters of 4 blocks of 512 threads (one an SM). */
     {256, 1, true, FUSED, 512, 2},  {256, 1, true, FUSED, 512, 4},  {256, 1, true, FUSED, 512, 8},
 };
 
