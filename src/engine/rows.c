@@ -7,8 +7,9 @@
  *
  * A norm backward that writes DSCALE or DBIAS sums over the rows as well: fused plans do it
  * in the row blocks as they go (one read of DY and X) when each thread's share of the row
- * and its column sums fit in registers; other plans have column blocks that read DY and X
- * a second time (rows too long for that, such as 32768 16-bit elements).
+ * and its column sums fit in registers, on sm_90 also for rows too long for one block
+ * (16384 or 32768 16-bit elements), whose slices go to the blocks of a cluster; other plans
+ * have column blocks that read DY and X a second time.
  *
  * supports() refuses a register plan whose row does not fit in 32 registers per thread
  * (16-bit values two to a register), a stream plan whose row does, and any plan with more
