@@ -47,6 +47,8 @@ expect 5 "K must match" -- "$cli" ref "$work/mismatch.json"
 
 expect 0 "output \"0::C\" \(uid 3\) HALF \[4,64,64\].* nan 0" -- "$cli" ref "$data/seed000.json" --seed 7
 expect 2 "nonzero integer" -- "$cli" ref "$data/seed000.json" --seed 0
+expect 2 "--calls needs a count from 0 to 1000000" -- "$cli" run "$data/seed000.json" --calls -1
+expect 2 "unknown option --calls" -- "$cli" ref "$data/seed000.json" --calls 5
 expect 0 "relative error .* \(ok\)" -- "$cli" demo
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -279,6 +279,11 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
         if constexpr (DJ_CLUSTER > 1) {
             if (start[1] < DJ_ROWS)
                 dj_cluster_rows<V>(args, rank, start[1], start[2], pending, counters + 2, sums);
+            // No block may leave while another can still store to its shared memory. A
+            // block's last wait already covers every store made to it, but only a cluster
+            // barrier says so in a way tools (compute-sanitizer's racecheck) can check, at
+            // one barrier per kernel.
+            dj_cluster_sync();
         } else {
             // The bound is the same for every thread of the block, as the row reductions need.
             constexpr dj_i64 STEP = (dj_i64)DJ_FUSED_GROUPS * DJ_RPB;
