@@ -182,7 +182,9 @@ __device__ __forceinline__ dj_pair dj_collect(int step, unsigned &later)
 // of each. A row's dx needs the sums over every slice, which a block learns only once the
 // slowest block of the cluster has read its slice; so each block reads the next row and
 // publishes its sums before it waits for the current row's, which hides that wait behind
-// the next row's loads (waiting in turn cost a third of the bandwidth). `row` and `next`
+// the next row's loads (on 4096x32768 bf16 layer norm backward, 2.47 TB/s against 2.15
+// waiting in turn; prefetching three or four rows ahead into L2 rather than two gained
+// nothing, nor did one barrier per block-wide sum instead of two). `row` and `next`
 // are the cluster's first two rows; the first block holds the third in `pending` and takes
 // each further row from `tickets` one row ahead of publishing it.
 template <int V>
