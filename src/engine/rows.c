@@ -49,14 +49,16 @@ typedef struct knob {
 } knob_t;
 
 static const knob_t knobs[] = {
-    {1, 128, true, REGISTERS, 0, 1},   {1, 128, false, REGISTERS, 0, 1},  {4, 32, true, REGISTERS, 0, 1},    {4, 32, false, REGISTERS, 0, 1},
-    {8, 16, true, REGISTERS, 0, 1},    {8, 16, false, REGISTERS, 0, 1},   {16, 8, true, REGISTERS, 0, 1},    {16, 8, false, REGISTERS, 0, 1},
-    {32, 4, true, REGISTERS, 0, 1},    {32, 4, false, REGISTERS, 0, 1},   {32, 8, true, REGISTERS, 0, 1},    {32, 8, false, REGISTERS, 0, 1},
-    {64, 2, true, REGISTERS, 0, 1},    {64, 2, false, REGISTERS, 0, 1},   {128, 1, true, REGISTERS, 0, 1},   {128, 1, false, REGISTERS, 0, 1},
-    {256, 1, true, REGISTERS, 0, 1},   {256, 1, false, REGISTERS, 0, 1},  {512, 1, true, REGISTERS, 0, 1},   {512, 1, false, REGISTERS, 0, 1},
-    {1024, 1, true, REGISTERS, 0, 1},  {1024, 1, false, REGISTERS, 0, 1}, {1024, 1, true, STREAM, 0, 1},     {1024, 1, false, STREAM, 0, 1},
-    {256, 1, true, STREAM, 0, 1},      {256, 1, false, STREAM, 0, 1},     {1024, 1, true, SPLIT, 0, 1},      {1024, 1, false, SPLIT, 0, 1},
-    {256, 1, true, SPLIT, 0, 1},       {256, 1, false, SPLIT, 0, 1},
+    {1, 128, true, REGISTERS, 0, 1},     {1, 128, false, REGISTERS, 0, 1},    {4, 32, true, REGISTERS, 0, 1},
+    {4, 32, false, REGISTERS, 0, 1},     {8, 16, true, REGISTERS, 0, 1},      {8, 16, false, REGISTERS, 0, 1},
+    {16, 8, true, REGISTERS, 0, 1},      {16, 8, false, REGISTERS, 0, 1},     {32, 4, true, REGISTERS, 0, 1},
+    {32, 4, false, REGISTERS, 0, 1},     {32, 8, true, REGISTERS, 0, 1},      {32, 8, false, REGISTERS, 0, 1},
+    {64, 2, true, REGISTERS, 0, 1},      {64, 2, false, REGISTERS, 0, 1},     {128, 1, true, REGISTERS, 0, 1},
+    {128, 1, false, REGISTERS, 0, 1},    {256, 1, true, REGISTERS, 0, 1},     {256, 1, false, REGISTERS, 0, 1},
+    {512, 1, true, REGISTERS, 0, 1},     {512, 1, false, REGISTERS, 0, 1},    {1024, 1, true, REGISTERS, 0, 1},
+    {1024, 1, false, REGISTERS, 0, 1},   {1024, 1, true, STREAM, 0, 1},       {1024, 1, false, STREAM, 0, 1},
+    {256, 1, true, STREAM, 0, 1},        {256, 1, false, STREAM, 0, 1},       {1024, 1, true, SPLIT, 0, 1},
+    {1024, 1, false, SPLIT, 0, 1},       {256, 1, true, SPLIT, 0, 1},         {256, 1, false, SPLIT, 0, 1},
     /* Fused norm backward (plan_penalty ranks them): 8 elements a thread for 4096-wide
      * rows, 16, 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit
      * rows (four rows to a block: a quarter of the partial sums). 1024 threads per SM hold
@@ -155,8 +157,8 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
  * then partial results: a fused norm backward's column sums per row group (three counters:
- * role tickets, arrivals and a cluster plan's row tickets), a norm backward's per strip and row segment, or a split row's per
- * segment. No scratch: both 0. */
+ * role tickets, arrivals and a cluster plan's row tickets), a norm backward's per strip
+ * and row segment, or a split row's per segment. No scratch: both 0. */
 static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
     int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
@@ -422,8 +424,8 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     /* A fused plan's column blocks come after its row blocks (see rows_norm_backward.cuh),
      * in whole clusters. */
     int64_t fused = fused_groups(&pb, kn) * kn->cluster;
-    int64_t col_blocks = fused ? ((pb.geo.cols + FUSED_STRIP - 1) / FUSED_STRIP + kn->cluster - 1) / kn->cluster *
-                                     kn->cluster
+    int64_t fused_clusters = (pb.geo.cols + FUSED_STRIP * kn->cluster - 1) / (FUSED_STRIP * kn->cluster);
+    int64_t col_blocks = fused              ? fused_clusters * kn->cluster
                          : pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments
                                           : 0;
     int64_t seg_cols, split = split_of(&pb, kn, &seg_cols), counters, scratch;
@@ -453,9 +455,10 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, kn->cluster,
                       k->scratch_slot, (long long)(scratch ? counters : 0));
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
-     * compiler for; a cluster plan's kernel also names its cluster size. Other plans give only the block size: naming one block per SM as the
-     * minimum lets ptxas take more registers (96 instead of 64 for a 32768-wide bf16
-     * softmax at 512 threads, halving the blocks an SM holds). */
+     * compiler for; a cluster plan's kernel also names its cluster size. Other plans give
+     * only the block size: naming one block per SM as the minimum lets ptxas take more
+     * registers (96 instead of 64 for a 32768-wide bf16 softmax at 512 threads, halving the
+     * blocks an SM holds). */
     char cluster_dims[48] = "";
     if (kn->cluster > 1)
         snprintf(cluster_dims, sizeof cluster_dims, " __cluster_dims__(%d, 1, 1)", kn->cluster);
