@@ -12,7 +12,9 @@
  *   dnnjit-bench gemm [--all-plans]
  *                            4096^3 bf16 GEMM, 8x4096^3 bf16 bmm + bias + relu, and 8192^3
  *                            fp8 E4M3 (B K-major) times a scale into bf16: mode A's
- *                            plan and the fastest listed plan, device time and TFLOP/s, and
+ *                            plan and the fastest listed plan, device time and TFLOP/s
+ *                            (and each plan's build time: with a fresh cache, as bench/run.py
+ *                            gives it, a cold NVRTC compile), and
  *                            the fastest plan of each tensor-core engine (sm90_*: the TMA +
  *                            wgmma engine, sm80_*: the mma.sync one); with --all-plans also
  *                            seed 000's batched half matmul, and one line per listed
@@ -286,6 +288,7 @@ static int tensor_core_engine(const char *plan)
 typedef struct plan_time {
     char *name;
     double us;
+    double build_ms; /* the plan's build: an NVRTC compile when the kernel cache lacks it */
 } plan_time_t;
 
 /* Whether plan `name` is one DNNJIT_BENCH_PLANS (comma-separated name fragments) selects,
@@ -327,7 +330,7 @@ static plan_time_t *gemm_time_plans(dnnjit_graph_t g, const gemm_case_t *c, cons
             continue;
         double t0 = now_us();
         dnnjit_status_t s = dnnjit_graph_build_plan_at_index(g, p);
-        double build_ms = (now_us() - t0) / 1e3;
+        t->build_ms = (now_us() - t0) / 1e3;
         if (s) {
             printf("{\"case\": \"%s@%s\", \"error\": ", c->name, t->name);
             print_json_string(dnnjit_last_error());
@@ -336,7 +339,7 @@ static plan_time_t *gemm_time_plans(dnnjit_graph_t g, const gemm_case_t *c, cons
             t->us = gemm_time_built(g, pack, n);
             if (print_each)
                 printf("{\"case\": \"%s@%s\", \"us\": %.2f, \"tflops\": %.1f, \"build_ms\": %.1f}\n", c->name, t->name,
-                       t->us, flops / t->us / 1e6, build_ms);
+                       t->us, flops / t->us / 1e6, t->build_ms);
         }
         fflush(stdout);
     }
@@ -417,17 +420,19 @@ static void bench_gemm(dnnjit_handle_t h, const gemm_case_t *c, bool all_plans)
         fprintf(stderr, "dnnjit-bench: %s: the first plan (%s) did not build or no plan did\n", c->name, times[0].name);
         exit(1);
     }
-    printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"best_us\": %.2f, "
-           "\"best_tflops\": %.1f, \"best_plan\": \"%s\"",
-           c->name, times[0].us, flops / times[0].us / 1e6, times[0].name, times[best].us, flops / times[best].us / 1e6,
-           times[best].name);
+    printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"build_ms\": %.1f, "
+           "\"best_us\": %.2f, \"best_tflops\": %.1f, \"best_plan\": \"%s\"",
+           c->name, times[0].us, flops / times[0].us / 1e6, times[0].name, times[0].build_ms, times[best].us,
+           flops / times[best].us / 1e6, times[best].name);
     /* The best plan of each tensor-core engine too (see tensor_core_engine). */
     static const char *const engine_keys[2] = {"sm90", "sm80"};
     for (int e = 0; e < 2; e++) {
         int64_t f = gemm_fastest(times, count, e);
         if (f >= 0)
-            printf(", \"%s_best_us\": %.2f, \"%s_best_tflops\": %.1f, \"%s_best_plan\": \"%s\"", engine_keys[e],
-                   times[f].us, engine_keys[e], flops / times[f].us / 1e6, engine_keys[e], times[f].name);
+            printf(", \"%s_best_us\": %.2f, \"%s_best_tflops\": %.1f, \"%s_best_plan\": \"%s\", "
+                   "\"%s_best_build_ms\": %.1f",
+                   engine_keys[e], times[f].us, engine_keys[e], flops / times[f].us / 1e6, engine_keys[e],
+                   times[f].name, engine_keys[e], times[f].build_ms);
     }
     if (all_plans)
         printf(", \"mode_a_plan\": \"%s\", \"mode_a_us\": %.2f, \"mode_b_plan\": \"%s\", \"mode_b_us\": %.2f", r.pick_a,

@@ -247,6 +247,7 @@ def table(result, figure=""):
                   "torch_us"),
         *(gemm_row(c, *row) for row in GEMM_ROWS),
         ("cold build (generate + NVRTC + load)", f"{c['build_cold']['us'] / 1e3:.1f} ms", ""),
+        *gemm_build_rows(c),
         ("build, warm disk cache (new process)", f"{c['build_warm_disk_cache']['us'] / 1e3:.2f} ms", ""),
         ("build, warm memory cache", f"{c['build_warm_memory_cache']['us']:.0f} µs", ""),
         ("host time of one execute", f"{c['execute_host_overhead']['us']:.2f} µs", driver_launch(c)),
@@ -491,6 +492,23 @@ def gemm_row(cases, key, label, peers):
             f"{c['best_us']:.0f} µs, {c['best_tflops']:.0f} TFLOP/s ({c['best_plan']})")
     theirs = ", ".join(f"{name} {c[field]:.0f} µs ({c[field] / c['us']:.2f}×)" for name, field in peers.items())
     return (label, ours, theirs)
+
+
+def gemm_build_rows(cases):
+    """Table rows for the cold builds (generate + NVRTC + load, nothing cached) of the GEMM
+    cases' kernels: mode A's plan, and the fastest plan of the mma.sync engine; none for
+    results from before the benchmark timed them."""
+    c = cases["gemm_4096_bf16"]
+    if "build_ms" not in c:
+        return []
+    names = {"gemm_4096_bf16": "4096³ bf16", "bmm_bias_relu_8x4096_bf16": "bmm + bias + relu",
+             "gemm_8192_fp8_e4m3": "fp8"}
+    ours = ", ".join(f"{names[key]} {cases[key]['build_ms']:.0f} ms" for key, _, _ in GEMM_ROWS)
+    rows = [(f"cold build of a GEMM kernel, mode A's plan ({c['plan']})", ours, "")]
+    if "sm80_best_build_ms" in c:
+        rows.append(("cold build of a GEMM kernel, sm_80 engine (4096³ bf16)",
+                     f"{c['sm80_best_build_ms']:.0f} ms ({c['sm80_best_plan']})", ""))
+    return rows
 
 
 def update_readme(result_path):
