@@ -20,8 +20,14 @@ template <int V> struct DjColSums {
 // A row between its two passes: its values (in registers when DjRow<V>::REGS) and
 // statistics.
 template <int V> struct DjHeldRow {
+    // A thread with a short share of the row (at most 16 elements; not a cluster plan, whose
+    // two held rows would spill) also keeps its scale from the first pass to the second
+    // rather than reading it again: on the H200, 1000-wide fp16 layer norm backward went
+    // from 2.87 to 2.96 TB/s, 4096-wide bf16 from 3.34 to 3.41.
+    static constexpr bool SCALE = DjRow<V>::REGS && DJ_CLUSTER == 1 && DjRow<V>::CHUNKS * V <= 16;
     DjCache<DjKept_DY, V> dy;
     DjCache<DjKept_X, V> x;
+    float scale[SCALE ? DjRow<V>::CHUNKS : 1][V];
     float mean, inv_var;
 };
 
@@ -55,6 +61,8 @@ template <int V> __device__ __forceinline__ dj_pair dj_norm_backward_sums(const 
             dj_par_SCALE<V>(rw.col(k), scale, args);
 #pragma unroll
             for (int e = 0; e < V; e++) {
+                if constexpr (DjHeldRow<V>::SCALE)
+                    held.scale[k][e] = scale[e];
                 const float g = dy[e] * scale[e];
                 sums.a += g;
                 sums.b += g * ((x[e] - held.mean) * held.inv_var);
@@ -79,7 +87,13 @@ __device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const Dj
         dj_dy_chunk(rw, held, k, false, args, dy);
         dj_x_chunk(rw, held, k, false, args, x);
         if (rw.has(k)) {
-            dj_par_SCALE<V>(rw.col(k), scale, args);
+            if constexpr (DjHeldRow<V>::SCALE) {
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    scale[e] = held.scale[k][e];
+            } else {
+                dj_par_SCALE<V>(rw.col(k), scale, args);
+            }
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 const float xhat = (x[e] - held.mean) * held.inv_var;
