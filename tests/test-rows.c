@@ -842,6 +842,19 @@ static void launch_shape_and_source(void **state)
     assert_non_null(strstr(k.source, "constexpr int DJ_SEG_COLS = 2048;"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
+    /* A register plan with little to hold asks for 2048 threads an SM: 1000-wide fp16 layer
+     * norm at 64 threads keeps 8 registers of the row and four tensor addresses (16 in
+     * all); add + RMS norm has five tensors (18) and leaves ptxas its registers. */
+    g = op_graph(NULL, OP_LAYERNORM, DNNJIT_DATA_TYPE_HALF, 32768, 1000, 0);
+    k = generate(g, knob_named("t64_r2_vec"));
+    assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 16)\n"));
+    dnnjit__kernel_free(&k);
+    dnnjit_graph_destroy(g);
+    g = add_rmsnorm_sized(DNNJIT_DATA_TYPE_HALF, 32768, 1000);
+    k = generate(g, knob_named("t64_r2_vec"));
+    assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK)\n"));
+    dnnjit__kernel_free(&k);
+    dnnjit_graph_destroy(g);
     /* A stream plan keeps nothing in registers: 9001 floats are 36 per thread at 256. */
     g = op_graph(NULL, OP_RMSNORM, DNNJIT_DATA_TYPE_FLOAT, 3, 9001, 0);
     k = generate(g, knob_named("t256_r1_scalar_stream"));

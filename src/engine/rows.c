@@ -82,6 +82,13 @@ enum {
     /* Registers a thread may keep its share of the row in: a 1024-thread block has 64
      * registers per thread, which must also hold addresses and the op's own values. */
     ROW_REGISTERS = 32,
+    /* A register plan whose threads keep at most this many registers of the row and of
+     * tensor addresses (two each) asks for an SM full of threads (2048, at most 32
+     * registers each): it waits on memory and gains from more loads in flight, not from
+     * registers. On the H200 the 1000-wide fp16 layer norm forward (64 threads, four
+     * tensors: 16) went from 38 registers and 1536 threads an SM to 32 and 2048, 3.58 to
+     * 3.69 TB/s; add + RMS norm (five tensors: 18) spilled at 32 and slowed, 3.85 to 3.44. */
+    FULL_SM_REGISTERS = 16,
     /* A fused plan also keeps two float column sums per element a thread covers. */
     FUSED_REGISTERS = 48,
     /* Columns each column block of a fused plan adds up (a warp's loads of 128 bytes). */
@@ -465,6 +472,9 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     if (fused)
         dnnjit__sb_printf(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, %d)%s\n",
                           kn->sm_threads / (kn->tpr * kn->rpb), cluster_dims);
+    else if (kn->how == REGISTERS && row_registers(&pb, kn) + 2 * k->tensor_count <= FULL_SM_REGISTERS)
+        dnnjit__sb_printf(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, %d)\n",
+                          2048 / (kn->tpr * kn->rpb));
     else
         dnnjit__sb_append(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK)\n");
     emit_op_constants(&sb, &pb);
