@@ -37,6 +37,25 @@ static void inline_ptx_mma_compiles(void **state)
     compile_checked(jt_mma_source, "mma.cu", "mma16816", false);
 }
 
+/* A source without headers compiles with -minimal (NVRTC 12.4 and later), which must not
+ * change its CUBIN: the same source compiled with the headers' folders (and so without
+ * -minimal) gives the same bytes. */
+static void minimal_front_end_keeps_the_cubin(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        void *plain = NULL, *with_headers = NULL;
+        size_t plain_size = 0, headers_size = 0;
+        JT_OK(dnnjit__nvrtc_compile(jt_mma_source, "mma.cu", archs[i], NULL, &plain, &plain_size));
+        JT_OK(dnnjit__nvrtc_compile(jt_mma_source, "mma.cu", archs[i], &(dnnjit__compile_options_t){.cuda_headers = true},
+                                    &with_headers, &headers_size));
+        assert_int_equal(plain_size, headers_size);
+        assert_memory_equal(plain, with_headers, plain_size);
+        free(plain);
+        free(with_headers);
+    }
+}
+
 static void extra_options_are_passed(void **state)
 {
     (void)state;
@@ -270,6 +289,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(axpy_compiles),
         cmocka_unit_test(half_kernel_compiles_with_headers),
         cmocka_unit_test(inline_ptx_mma_compiles),
+        cmocka_unit_test(minimal_front_end_keeps_the_cubin),
         cmocka_unit_test(extra_options_are_passed),
         cmocka_unit_test(syntax_error_reports_the_log),
         cmocka_unit_test(long_log_is_truncated),
