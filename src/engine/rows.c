@@ -84,10 +84,11 @@ enum {
     ROW_REGISTERS = 32,
     /* A register plan whose threads keep at most this many registers of the row and of
      * tensor addresses (two each) asks for an SM full of threads (2048, at most 32
-     * registers each): it waits on memory and gains from more loads in flight, not from
-     * registers. On the H200 the 1000-wide fp16 layer norm forward (64 threads, four
-     * tensors: 16) went from 38 registers and 1536 threads an SM to 32 and 2048, 3.58 to
-     * 3.69 TB/s; add + RMS norm (five tensors: 18) spilled at 32 and slowed, 3.85 to 3.44. */
+     * registers each, as an H200's SM holds): it waits on memory and gains from more loads
+     * in flight, not from registers. On the H200 the 1000-wide fp16 layer norm forward (64
+     * threads, four tensors: 16) went from 38 registers and 1536 threads an SM to 32 and
+     * 2048, 3.58 to 3.63-3.69 TB/s over four runs; add + RMS norm (five tensors: 18)
+     * spilled at 32 and slowed, 3.85 to 3.44. */
     FULL_SM_REGISTERS = 16,
     /* A fused plan also keeps two float column sums per element a thread covers. */
     FUSED_REGISTERS = 48,
@@ -462,10 +463,11 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, kn->cluster,
                       k->scratch_slot, (long long)(scratch ? counters : 0));
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
-     * compiler for; a cluster plan's kernel also names its cluster size. Other plans give
-     * only the block size: naming one block per SM as the minimum lets ptxas take more
-     * registers (96 instead of 64 for a 32768-wide bf16 softmax at 512 threads, halving the
-     * blocks an SM holds). */
+     * compiler for; a cluster plan's kernel also names its cluster size. A register plan
+     * with little to hold asks for a full SM (see FULL_SM_REGISTERS). Other plans give only
+     * the block size: naming one block per SM as the minimum lets ptxas take more registers
+     * (96 instead of 64 for a 32768-wide bf16 softmax at 512 threads, halving the blocks an
+     * SM holds). */
     char cluster_dims[48] = "";
     if (kn->cluster > 1)
         snprintf(cluster_dims, sizeof cluster_dims, " __cluster_dims__(%d, 1, 1)", kn->cluster);

@@ -28,8 +28,9 @@ template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
     }
 }
 
-// DJ_LAUNCH_BOUNDS: the block size, and for a fused plan the blocks per SM its grid assumes
-// (and for a cluster plan its __cluster_dims__).
+// DJ_LAUNCH_BOUNDS: the block size; for a fused plan also the blocks per SM its grid
+// assumes (and for a cluster plan its __cluster_dims__), for a register plan with little to
+// hold an SM full of blocks.
 extern "C" __global__ void DJ_LAUNCH_BOUNDS dj_rows(const DjArgs args)
 {
     if constexpr (DJ_VEC > 1) {
