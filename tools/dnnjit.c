@@ -213,6 +213,9 @@ static double now_seconds(void)
 
 /* ---- commands --------------------------------------------------------------------- */
 
+/* Calls per timed batch of run and demo unless --calls says otherwise. */
+enum { DEFAULT_CALLS = 100 };
+
 /* The arguments every file command takes: FILE and its options. */
 typedef struct options {
     const char *path;
@@ -226,7 +229,7 @@ typedef struct options {
  * `allowed` (a string such as "print,seed"). Returns EXIT_OK or EXIT_USAGE. */
 static int parse_options(int argc, char **argv, const char *allowed, options_t *o)
 {
-    *o = (options_t){.plan = -1, .calls = 100};
+    *o = (options_t){.plan = -1, .calls = DEFAULT_CALLS};
     for (int i = 0; i < argc; i++) {
         const char *opt = argv[i];
         bool has_value = i + 1 < argc;
@@ -653,7 +656,7 @@ static int cmd_demo(void)
         rc = s ? report(s, "create_execution_plans") : EXIT_OK;
     }
     if (!rc && has_device) {
-        rc = build_run_verify(g, -1, 100);
+        rc = build_run_verify(g, -1, DEFAULT_CALLS);
     } else if (!rc) {
         double t0 = now_seconds();
         s = dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE);

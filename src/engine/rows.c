@@ -471,12 +471,13 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     char cluster_dims[48] = "";
     if (kn->cluster > 1)
         snprintf(cluster_dims, sizeof cluster_dims, " __cluster_dims__(%d, 1, 1)", kn->cluster);
-    if (fused)
+    int sm_threads = fused ? kn->sm_threads
+                     : kn->how == REGISTERS && row_registers(&pb, kn) + 2 * k->tensor_count <= FULL_SM_REGISTERS
+                         ? 2048
+                         : 0;
+    if (sm_threads)
         dnnjit__sb_printf(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, %d)%s\n",
-                          kn->sm_threads / (kn->tpr * kn->rpb), cluster_dims);
-    else if (kn->how == REGISTERS && row_registers(&pb, kn) + 2 * k->tensor_count <= FULL_SM_REGISTERS)
-        dnnjit__sb_printf(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, %d)\n",
-                          2048 / (kn->tpr * kn->rpb));
+                          sm_threads / (kn->tpr * kn->rpb), cluster_dims);
     else
         dnnjit__sb_append(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK)\n");
     emit_op_constants(&sb, &pb);

@@ -40,6 +40,8 @@ static nvrtc_api_t nvrtc;
 /* The outcome of the one load attempt, kept for every later caller. */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool load_ok;
+/* Whether the loaded NVRTC takes -minimal, which came with CUDA 12.4. */
+static bool takes_minimal;
 static char load_error[DNNJIT__MSG_LEN];
 
 /* dlsym into a function pointer of any type: POSIX guarantees the conversion works, and
@@ -83,6 +85,8 @@ static bool try_library(const char *path, char *why, size_t why_size)
             return false;
         }
     }
+    int major = 0, minor = 0;
+    takes_minimal = nvrtc.version(&major, &minor) == NVRTC_SUCCESS && (major > 12 || (major == 12 && minor >= 4));
     return true;
 }
 
@@ -214,13 +218,6 @@ static dnnjit_status_t compile_failure(nvrtc_program_t prog, nvrtc_result_t r, c
     return status;
 }
 
-/* Whether this NVRTC takes -minimal, which came with CUDA 12.4. */
-static bool minimal_supported(void)
-{
-    int major = 0, minor = 0;
-    return nvrtc.version(&major, &minor) == NVRTC_SUCCESS && (major > 12 || (major == 12 && minor >= 4));
-}
-
 dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, const char *arch,
                                       const dnnjit__compile_options_t *options, void **cubin, size_t *size)
 {
@@ -260,7 +257,7 @@ dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, cons
         snprintf(cccl_opt, sizeof cccl_opt, "--include-path=%s/include/cccl", root);
         opts[n++] = inc_opt;
         opts[n++] = cccl_opt;
-    } else if (minimal_supported()) {
+    } else if (takes_minimal) {
         /* A source with no headers uses none of what -minimal leaves out (textures, the
          * device runtime, the runtime's and driver's types), and its CUBIN comes out the
          * same while the front end has less to read: measured on NVRTC 13 over 21 of
