@@ -20,7 +20,12 @@ import time
 
 
 def run_bench(binary, args, cache_dir):
-    env = dict(os.environ, DNNJIT_CACHE_DIR=cache_dir)
+    # NVRTC 13 with a driver present keeps what it compiles in the driver's compute cache
+    # (~/.nv/ComputeCache) across processes: on the H200 host a GEMM kernel it had seen
+    # compiled again in 23 ms instead of 330, even in a new process. The cold builds must
+    # not find the kernels the tests (or an earlier run) compiled, and dnnjit loads only
+    # CUBINs, which that cache never serves otherwise: it is off for the benchmark.
+    env = dict(os.environ, DNNJIT_CACHE_DIR=cache_dir, CUDA_CACHE_DISABLE="1")
     out = subprocess.run([binary] + args, env=env, capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"{binary} {' '.join(args)} failed ({out.returncode}): {out.stderr}")
