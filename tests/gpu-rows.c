@@ -223,11 +223,11 @@ static void norms_all(void **state)
 static void norms_far_from_zero(void **state)
 {
     (void)state;
-    const int64_t far_widths[] = {77, 1000, 4097, 32768};
-    for (int w = 0; w < 4; w++)
+    static const int64_t shapes[][2] = {{ROWS, 77}, {ROWS, 1000}, {ROWS, 4097}, {5, 32768}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int rms = 0; rms < 2; rms++)
-            norm_forward(DNNJIT_DATA_TYPE_FLOAT, w == 3 ? 5 : ROWS, far_widths[w], rms, DNNJIT_NORM_PHASE_TRAINING,
-                         true, 1000.0);
+            norm_forward(DNNJIT_DATA_TYPE_FLOAT, shapes[s][0], shapes[s][1], rms, DNNJIT_NORM_PHASE_TRAINING, true,
+                         1000.0);
 }
 
 static void reductions_all(void **state)

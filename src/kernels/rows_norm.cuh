@@ -4,15 +4,17 @@
 //
 // The first pass's float sum of a row far from zero is off by up to the row's length in
 // ulps of its values, and even the float nearest the mean is half an ulp of the values
-// off, which every x - mean carries: fp32 rows of 77 to 4097 values of 1000 +- 1 came out
-// 2e-5 to 6e-5 off the float64 reference. For values with more precision than a 16-bit
-// float, layer norm therefore keeps the mean as the first pass's m plus a correction d,
-// the mean of the deviations x - m (which are exact, x and m being close), summed in the
-// second pass with their squares: mean = m + d, var = mean((x - m)^2) - d^2 (the corrected
-// two-pass algorithm), and y is computed from (x - m) - d. 16-bit values carry their own
-// rounding of 2^-11 (fp16) or 2^-8 (bf16) of the mean, above the float sums' for rows of
-// up to thousands of values, so they skip the second sum: it cost 6% of the speed of
-// 16-bit layer norm on the H200 (32768x1000 fp16 3.63 -> 3.43 TB/s).
+// off, which every x - mean carries: on the H200, fp32 rows of 77 values of 1000 +- 1
+// came out 6.5e-5 off the float64 reference (2e-5 with the mean corrected but rounded to
+// one float; now 3e-6 at most, gpu-rows.norms_far_from_zero). For values with more
+// precision than a 16-bit float, layer norm therefore keeps the mean as the first pass's
+// m plus a correction d, the mean of the deviations x - m (which are exact, x and m being
+// close), summed in the second pass with their squares: mean = m + d, var = mean((x -
+// m)^2) - d^2 (the corrected two-pass algorithm), and y is computed from (x - m) - d.
+// 16-bit values carry their own rounding of 2^-11 (fp16) or 2^-8 (bf16) of the mean,
+// above the float sums' for rows of up to thousands of values, so they skip the second
+// sum: it cost 6% of the speed of 16-bit layer norm on the H200 (32768x1000 fp16 3.63 ->
+// 3.43 TB/s).
 constexpr bool DJ_CORRECTED_MEAN = DJ_CENTER && sizeof(DjKept_X) > 2;
 
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
