@@ -21,7 +21,7 @@
 //   DJ_ESIZE DJ_WK            bytes per element of A and B (2, or 1 for fp8), and the K depth of
 //                             one wgmma (16 or 32: 32 bytes either way)
 //   DJ_BM DJ_BN DJ_BK DJ_STAGES DJ_GROUP DJ_RASTER_N DJ_STAGED_EPILOGUE   the knobs
-//   DJ_EPI_COLS DJ_EPI_STRIDE the epilogue's chunk width and the staged one's row pitch, in floats
+//   DJ_EPI_COLS DJ_EPI_STRIDE the staged epilogue's chunk width and row pitch, in floats
 //   DJ_CLUSTER DJ_CLUSTER_DIMS  CTAs per cluster (1 or 2) and the kernel's cluster attribute
 //   DJ_M DJ_N DJ_K DJ_BATCH   the problem
 //   DJ_ACC                    accumulators per consumer thread: 64 x DJ_BN / 128
@@ -209,37 +209,6 @@ __device__ __forceinline__ void dj_acc_floats(const unsigned (&d)[DJ_ACC / 2], f
     for (int i = 0; i < DJ_ACC / 2; i++) {
         acc[2 * i] = dj_to_float(dj_half{(unsigned short)(d[i] & 0xFFFFu)});
         acc[2 * i + 1] = dj_to_float(dj_half{(unsigned short)(d[i] >> 16)});
-    }
-}
-
-// The epilogue goes through the accumulators a chunk of DJ_EPI_COLS columns at a time:
-// v[4 * jj + 2 * h + e] receives element e of column pair jj of the thread's row h in chunk
-// `chunk`. The chunk is a run-time value, so that the compiler sees the epilogue's code
-// once per chunk-sized piece rather than once per chunk (with the staged epilogue and the
-// 128x256 tile, eight copies of the fused expressions before): on NVRTC 13 the 4096^3 bf16
-// kernel compiled in 280 ms instead of 334 on this project's build machine, the bmm + bias
-// + relu one in 314 instead of 388. The switch's constant indices keep the accumulators in
-// registers, where an index computed from `chunk` would move them to local memory.
-constexpr int DJ_CHUNK_ACC = DJ_EPI_COLS / 2;
-template <int C> __device__ __forceinline__ void dj_copy_chunk(const float (&acc)[DJ_ACC], float (&v)[DJ_CHUNK_ACC])
-{
-    if constexpr ((C + 1) * DJ_CHUNK_ACC <= DJ_ACC)
-#pragma unroll
-        for (int i = 0; i < DJ_CHUNK_ACC; i++)
-            v[i] = acc[C * DJ_CHUNK_ACC + i];
-}
-__device__ __forceinline__ void dj_acc_chunk(const float (&acc)[DJ_ACC], int chunk, float (&v)[DJ_CHUNK_ACC])
-{
-    static_assert(DJ_ACC <= 8 * DJ_CHUNK_ACC, "at most eight chunks");
-    switch (chunk) {
-    case 0: dj_copy_chunk<0>(acc, v); break;
-    case 1: dj_copy_chunk<1>(acc, v); break;
-    case 2: dj_copy_chunk<2>(acc, v); break;
-    case 3: dj_copy_chunk<3>(acc, v); break;
-    case 4: dj_copy_chunk<4>(acc, v); break;
-    case 5: dj_copy_chunk<5>(acc, v); break;
-    case 6: dj_copy_chunk<6>(acc, v); break;
-    default: dj_copy_chunk<7>(acc, v); break;
     }
 }
 
@@ -742,24 +711,24 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         if constexpr (DJ_STAGED_EPILOGUE) {
             float *const rows = epi_rows + (consumer * 4 + warp) * 16 * DJ_EPI_STRIDE;
             const int row0 = tm * DJ_BM + consumer * 64 + warp * 16;
-#pragma unroll 1
+#pragma unroll
             for (int chunk = 0; chunk < DJ_BN / DJ_EPI_COLS; chunk++) {
-                float v[DJ_CHUNK_ACC];
-                dj_acc_chunk(acc, chunk, v);
 #pragma unroll
                 for (int jj = 0; jj < DJ_EPI_COLS / 8; jj++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++)
+                    for (int h = 0; h < 2; h++) {
+                        const int j = chunk * (DJ_EPI_COLS / 8) + jj;
                         *(float2 *)&rows[(lane / 4 + 8 * h) * DJ_EPI_STRIDE + jj * 8 + 2 * (lane % 4)] =
-                            make_float2(v[4 * jj + 2 * h], v[4 * jj + 2 * h + 1]);
+                            make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                    }
                 __syncwarp();
                 // Lanes 0-15 take the even rows, 16-31 the odd ones, a column pair each.
                 const int col = tn * DJ_BN + chunk * DJ_EPI_COLS + 2 * (lane % 16);
 #pragma unroll 1
                 for (int r = lane / 16; r < 16; r += 2) {
-                    const float2 p = *(const float2 *)&rows[r * DJ_EPI_STRIDE + 2 * (lane % 16)];
+                    const float2 v = *(const float2 *)&rows[r * DJ_EPI_STRIDE + 2 * (lane % 16)];
                     if (row0 + r < DJ_M && col < DJ_N)
-                        dj_epilogue(batch, row0 + r, col, p.x, p.y, col + 1 < DJ_N, args);
+                        dj_epilogue(batch, row0 + r, col, v.x, v.y, col + 1 < DJ_N, args);
                 }
                 // The rows are rewritten by the next chunk.
                 __syncwarp();
@@ -767,20 +736,15 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         } else {
             const int row0 = tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4;
             const int col0 = tn * DJ_BN + 2 * (lane % 4);
-#pragma unroll 1
-            for (int chunk = 0; chunk < DJ_BN / DJ_EPI_COLS; chunk++) {
-                float v[DJ_CHUNK_ACC];
-                dj_acc_chunk(acc, chunk, v);
 #pragma unroll
-                for (int jj = 0; jj < DJ_EPI_COLS / 8; jj++)
+            for (int j = 0; j < DJ_BN / 8; j++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int row = row0 + h * 8, col = col0 + chunk * DJ_EPI_COLS + jj * 8;
-                        if (row < DJ_M && col < DJ_N)
-                            dj_epilogue(batch, row, col, v[4 * jj + 2 * h], v[4 * jj + 2 * h + 1], col + 1 < DJ_N,
-                                        args);
-                    }
-            }
+                for (int h = 0; h < 2; h++) {
+                    const int row = row0 + h * 8, col = col0 + j * 8;
+                    if (row < DJ_M && col < DJ_N)
+                        dj_epilogue(batch, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], col + 1 < DJ_N,
+                                    args);
+                }
         }
     }
 }
