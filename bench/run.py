@@ -251,6 +251,7 @@ def table(result, figure=""):
         small_row(c, "seed004_matmul_bias_half", "seed 004 bmm + bias 16x128x512x128 half", "torch bmm + add",
                   "torch_us"),
         *(gemm_row(c, *row) for row in GEMM_ROWS),
+        *sm80_rows(c),
         ("cold build (generate + NVRTC + load)", f"{c['build_cold']['us'] / 1e3:.1f} ms", ""),
         *gemm_build_rows(c),
         ("build, warm disk cache (new process)", f"{c['build_warm_disk_cache']['us'] / 1e3:.2f} ms", ""),
@@ -497,6 +498,18 @@ def gemm_row(cases, key, label, peers):
             f"{c['best_us']:.0f} µs, {c['best_tflops']:.0f} TFLOP/s ({c['best_plan']})")
     theirs = ", ".join(f"{name} {c[field]:.0f} µs ({c[field] / c['us']:.2f}×)" for name, field in peers.items())
     return (label, ours, theirs)
+
+
+def sm80_rows(cases):
+    """A table row for the mma.sync engine's fastest plan on the 4096³ bf16 GEMM (what the
+    GPUs before Hopper run), its share of cuBLAS's speed on this GPU; none for results
+    from before the benchmark timed it."""
+    c = cases["gemm_4096_bf16"]
+    if "sm80_best_us" not in c:
+        return []
+    return [("GEMM 4096³ bf16, sm_80 engine (mma.sync), its fastest plan",
+             f"{c['sm80_best_us']:.0f} µs, {c['sm80_best_tflops']:.0f} TFLOP/s ({c['sm80_best_plan']})",
+             f"cuBLAS (torch.matmul) {c['cublas_us']:.0f} µs ({c['cublas_us'] / c['sm80_best_us']:.2f}×)")]
 
 
 def gemm_build_rows(cases):
