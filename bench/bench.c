@@ -117,8 +117,13 @@ static double timed_build(dnnjit_graph_t g)
     return now_us() - t0;
 }
 
+/* Warm-up before a timing: at least WARMUP_CALLS calls and WARMUP_MS of device time back to
+ * back. Ten calls alone left a power-bound GEMM timed right after an NVRTC compile (the GPU
+ * idle meanwhile) up to 15% slower than the same kernel timed a moment later. */
+enum { WARMUP_CALLS = 10, WARMUP_MS = 100 };
+
 /* Median device microseconds per call over `repeats` timings of `calls` back-to-back
- * executes between one pair of events. */
+ * executes between one pair of events, after the warm-up. */
 static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace,
                                     int calls, int repeats)
 {
@@ -126,8 +131,16 @@ static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pa
     dnnjit__cu_event_t start, stop;
     CU(cu->cuEventCreate(&start, 0));
     CU(cu->cuEventCreate(&stop, 0));
-    for (int i = 0; i < 10; i++)
-        CHECK(dnnjit_graph_execute(g, pack, n, workspace, NULL));
+    for (float warm_ms = 0.0f; warm_ms < WARMUP_MS;) {
+        CU(cu->cuEventRecord(start, NULL));
+        for (int i = 0; i < WARMUP_CALLS; i++)
+            CHECK(dnnjit_graph_execute(g, pack, n, workspace, NULL));
+        CU(cu->cuEventRecord(stop, NULL));
+        CU(cu->cuEventSynchronize(stop));
+        float ms;
+        CU(cu->cuEventElapsedTime(&ms, start, stop));
+        warm_ms += ms;
+    }
     double *samples = malloc(sizeof *samples * (size_t)repeats);
     for (int r = 0; r < repeats; r++) {
         CU(cu->cuEventRecord(start, NULL));
@@ -593,7 +606,7 @@ static void gemm_sweep(dnnjit_handle_t h, bool all_plans, const char *filter)
 
 /* Device µs per execute when `CAPTURED` back-to-back executes are captured once into a CUDA
  * graph on a fresh stream and the graph is replayed: the launch cost the host loop pays is
- * gone. Median of 9 timings of 10 replays. */
+ * gone. After the warm-up (replays for WARMUP_MS), median of 9 timings of 10 replays. */
 enum { CAPTURED = 100 };
 
 static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace)
@@ -613,8 +626,15 @@ static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t 
     dnnjit__cu_event_t start, stop;
     CU(cu->cuEventCreate(&start, 0));
     CU(cu->cuEventCreate(&stop, 0));
-    for (int i = 0; i < 3; i++)
+    for (float warm_ms = 0.0f; warm_ms < WARMUP_MS;) {
+        CU(cu->cuEventRecord(start, stream));
         CU(cu->cuGraphLaunch(exec, stream));
+        CU(cu->cuEventRecord(stop, stream));
+        CU(cu->cuEventSynchronize(stop));
+        float ms;
+        CU(cu->cuEventElapsedTime(&ms, start, stop));
+        warm_ms += ms;
+    }
     double samples[9];
     for (int r = 0; r < 9; r++) {
         CU(cu->cuEventRecord(start, stream));

@@ -33,13 +33,20 @@ def run_bench(binary, args, cache_dir):
 
 
 def time_us(fn, calls=20, repeats=15):
-    """Device microseconds per call of a torch function, timed like dnnjit-bench: CUDA
-    events around `calls` back-to-back calls, median of `repeats`."""
+    """Device microseconds per call of a torch function, timed like dnnjit-bench: after a
+    warm-up of at least 10 calls and 100 ms of device time, CUDA events around `calls`
+    back-to-back calls, median of `repeats`."""
     import torch
 
-    for _ in range(10):
-        fn()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    warm_ms = 0.0
+    while warm_ms < 100.0:
+        start.record()
+        for _ in range(10):
+            fn()
+        stop.record()
+        stop.synchronize()
+        warm_ms += start.elapsed_time(stop)
     samples = []
     for _ in range(repeats):
         start.record()
