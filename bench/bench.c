@@ -117,13 +117,23 @@ static double timed_build(dnnjit_graph_t g)
     return now_us() - t0;
 }
 
-/* Warm-up before a timing: at least WARMUP_CALLS calls and WARMUP_MS of device time back to
- * back. Ten calls alone left a power-bound GEMM timed right after an NVRTC compile (the GPU
- * idle meanwhile) up to 15% slower than the same kernel timed a moment later. */
-enum { WARMUP_CALLS = 10, WARMUP_MS = 100 };
+/* Every timing starts from the same state of the GPU: COOLDOWN_MS idle, then a warm-up of
+ * at least WARMUP_CALLS calls and WARMUP_MS of device time back to back, then the timed
+ * calls (tens of ms). The H200's clocks depend on what it ran in the seconds before: one run
+ * timed the same cuBLAS 4096^3 GEMM at 176 us after an idle moment and 205 us after seconds
+ * of GEMMs, and dnnjit's kernels moved the same way; a plan timed right after an NVRTC
+ * compile, with only ten calls of warm-up, ran up to 15% slower still (clocks not yet up).
+ * run.py times the torch peers alike. */
+enum { COOLDOWN_MS = 300, WARMUP_CALLS = 10, WARMUP_MS = 100 };
+
+static void cooldown(void)
+{
+    struct timespec idle = {0, COOLDOWN_MS * 1000000L};
+    nanosleep(&idle, NULL);
+}
 
 /* Median device microseconds per call over `repeats` timings of `calls` back-to-back
- * executes between one pair of events, after the warm-up. */
+ * executes between one pair of events, after the cooldown and the warm-up. */
 static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace,
                                     int calls, int repeats)
 {
@@ -131,6 +141,7 @@ static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pa
     dnnjit__cu_event_t start, stop;
     CU(cu->cuEventCreate(&start, 0));
     CU(cu->cuEventCreate(&stop, 0));
+    cooldown();
     for (float warm_ms = 0.0f; warm_ms < WARMUP_MS;) {
         CU(cu->cuEventRecord(start, NULL));
         for (int i = 0; i < WARMUP_CALLS; i++)
@@ -213,9 +224,9 @@ static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, const gemm_case_t *c, dnnjit
     return g;
 }
 
-/* The median device time of the built plan per call: one timed call first, then as many
- * back-to-back calls between a pair of events as fill about 5 ms (at least 3, at most 2000),
- * so that microsecond kernels are not lost in the event resolution. */
+/* The median device time of the built plan per call: three calls timed first, then as
+ * many back-to-back calls between a pair of events as fill about 5 ms (at least 3, at most
+ * 2000), so that microsecond kernels are not lost in the event resolution. */
 static double gemm_time_built(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t count)
 {
     int64_t ws_size = 0;
@@ -224,7 +235,22 @@ static double gemm_time_built(dnnjit_graph_t g, const dnnjit_variant_t *pack, si
     if (ws_size)
         CU(dnnjit__cuda()->cuMemAlloc(&ws, (size_t)ws_size));
     void *workspace = (void *)(uintptr_t)ws;
-    double probe = device_us_per_call_ws(g, pack, count, workspace, 1, 3);
+    /* A rough time per call, to size the timed loop (no cooldown: it is not the result). */
+    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
+    dnnjit__cu_event_t start, stop;
+    CU(cu->cuEventCreate(&start, 0));
+    CU(cu->cuEventCreate(&stop, 0));
+    CHECK(dnnjit_graph_execute(g, pack, count, workspace, NULL));
+    CU(cu->cuEventRecord(start, NULL));
+    for (int i = 0; i < 3; i++)
+        CHECK(dnnjit_graph_execute(g, pack, count, workspace, NULL));
+    CU(cu->cuEventRecord(stop, NULL));
+    CU(cu->cuEventSynchronize(stop));
+    float ms;
+    CU(cu->cuEventElapsedTime(&ms, start, stop));
+    cu->cuEventDestroy(start);
+    cu->cuEventDestroy(stop);
+    double probe = ms * 1e3 / 3;
     int calls = probe > 0 ? (int)(5000.0 / probe) : 2000;
     calls = calls < 3 ? 3 : calls > 2000 ? 2000 : calls;
     double us = device_us_per_call_ws(g, pack, count, workspace, calls, 9);
@@ -606,7 +632,8 @@ static void gemm_sweep(dnnjit_handle_t h, bool all_plans, const char *filter)
 
 /* Device µs per execute when `CAPTURED` back-to-back executes are captured once into a CUDA
  * graph on a fresh stream and the graph is replayed: the launch cost the host loop pays is
- * gone. After the warm-up (replays for WARMUP_MS), median of 9 timings of 10 replays. */
+ * gone. After the cooldown and the warm-up (replays for WARMUP_MS), median of 9 timings of
+ * 10 replays. */
 enum { CAPTURED = 100 };
 
 static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace)
@@ -626,6 +653,7 @@ static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t 
     dnnjit__cu_event_t start, stop;
     CU(cu->cuEventCreate(&start, 0));
     CU(cu->cuEventCreate(&stop, 0));
+    cooldown();
     for (float warm_ms = 0.0f; warm_ms < WARMUP_MS;) {
         CU(cu->cuEventRecord(start, stream));
         CU(cu->cuGraphLaunch(exec, stream));

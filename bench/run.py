@@ -33,11 +33,13 @@ def run_bench(binary, args, cache_dir):
 
 
 def time_us(fn, calls=20, repeats=15):
-    """Device microseconds per call of a torch function, timed like dnnjit-bench: after a
-    warm-up of at least 10 calls and 100 ms of device time, CUDA events around `calls`
-    back-to-back calls, median of `repeats`."""
+    """Device microseconds per call of a torch function, timed like dnnjit-bench (see its
+    COOLDOWN_MS): 300 ms idle, a warm-up of at least 10 calls and 100 ms of device time,
+    then CUDA events around `calls` back-to-back calls, median of `repeats`."""
     import torch
 
+    torch.cuda.synchronize()
+    time.sleep(0.3)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     warm_ms = 0.0
     while warm_ms < 100.0:
