@@ -356,10 +356,9 @@ static bool plan_selected(const char *name)
 /* Builds and times every tensor-core plan of g's list (*count plans, all of them listed). A
  * plan that fails to build gets an error line (`case@plan` and the library's message) and
  * the rest go on: each plan is an NVRTC compile of its own. Every plan is built before any
- * is timed, so that the timings run back to back with the GPU busy rather than each after
- * an idle compile: a power-bound kernel timed just after one ran up to 15% slower (8x4096^3
- * bmm + bias + relu 1745 against 1514 us from the memory cache). With print_each, one line
- * per plan timed (device time, TFLOP/s, build time: the NVRTC compile when DNNJIT_CACHE=0). */
+ * is timed, so that no timing directly follows a compile of unknown length: each starts from
+ * the same idle and warm-up instead (see COOLDOWN_MS). With print_each, one line per plan
+ * timed (device time, TFLOP/s, build time: the NVRTC compile when DNNJIT_CACHE=0). */
 static plan_time_t *gemm_time_plans(dnnjit_graph_t g, const gemm_case_t *c, const dnnjit_variant_t *pack, size_t n,
                                     bool print_each, int64_t *count)
 {
