@@ -132,37 +132,39 @@ static void cooldown(void)
     nanosleep(&idle, NULL);
 }
 
+/* Device milliseconds of `calls` back-to-back executes between the events start and stop. */
+static float executes_ms(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace, int calls,
+                         dnnjit__cu_event_t start, dnnjit__cu_event_t stop)
+{
+    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
+    CU(cu->cuEventRecord(start, NULL));
+    for (int i = 0; i < calls; i++)
+        CHECK(dnnjit_graph_execute(g, pack, n, workspace, NULL));
+    CU(cu->cuEventRecord(stop, NULL));
+    CU(cu->cuEventSynchronize(stop));
+    float ms;
+    CU(cu->cuEventElapsedTime(&ms, start, stop));
+    return ms;
+}
+
 /* Median device microseconds per call over `repeats` timings of `calls` back-to-back
- * executes between one pair of events, after the cooldown and the warm-up. */
+ * executes between one pair of events, after the cooldown and the warm-up; with `settle`
+ * false, no cooldown or warm-up (a rough probe, not a result). */
 static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace,
-                                    int calls, int repeats)
+                                    int calls, int repeats, bool settle)
 {
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
     dnnjit__cu_event_t start, stop;
     CU(cu->cuEventCreate(&start, 0));
     CU(cu->cuEventCreate(&stop, 0));
-    cooldown();
-    for (float warm_ms = 0.0f; warm_ms < WARMUP_MS;) {
-        CU(cu->cuEventRecord(start, NULL));
-        for (int i = 0; i < WARMUP_CALLS; i++)
-            CHECK(dnnjit_graph_execute(g, pack, n, workspace, NULL));
-        CU(cu->cuEventRecord(stop, NULL));
-        CU(cu->cuEventSynchronize(stop));
-        float ms;
-        CU(cu->cuEventElapsedTime(&ms, start, stop));
-        warm_ms += ms;
+    if (settle) {
+        cooldown();
+        for (float warm_ms = 0.0f; warm_ms < WARMUP_MS;)
+            warm_ms += executes_ms(g, pack, n, workspace, WARMUP_CALLS, start, stop);
     }
     double *samples = malloc(sizeof *samples * (size_t)repeats);
-    for (int r = 0; r < repeats; r++) {
-        CU(cu->cuEventRecord(start, NULL));
-        for (int i = 0; i < calls; i++)
-            CHECK(dnnjit_graph_execute(g, pack, n, workspace, NULL));
-        CU(cu->cuEventRecord(stop, NULL));
-        CU(cu->cuEventSynchronize(stop));
-        float ms;
-        CU(cu->cuEventElapsedTime(&ms, start, stop));
-        samples[r] = ms * 1e3 / calls;
-    }
+    for (int r = 0; r < repeats; r++)
+        samples[r] = executes_ms(g, pack, n, workspace, calls, start, stop) * 1e3 / calls;
     qsort(samples, (size_t)repeats, sizeof *samples, cmp_double);
     double median = samples[repeats / 2];
     free(samples);
@@ -173,7 +175,7 @@ static double device_us_per_call_ws(dnnjit_graph_t g, const dnnjit_variant_t *pa
 
 static double device_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, int calls, int repeats)
 {
-    return device_us_per_call_ws(g, pack, n, NULL, calls, repeats);
+    return device_us_per_call_ws(g, pack, n, NULL, calls, repeats, true);
 }
 
 /* One GEMM case of the benchmark: C = act(A @ B + bias) with 16-bit `io` and float compute,
@@ -224,7 +226,7 @@ static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, const gemm_case_t *c, dnnjit
     return g;
 }
 
-/* The median device time of the built plan per call: three calls timed first, then as
+/* The median device time of the built plan per call: a rough probe first, then as
  * many back-to-back calls between a pair of events as fill about 5 ms (at least 3, at most
  * 2000), so that microsecond kernels are not lost in the event resolution. */
 static double gemm_time_built(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t count)
@@ -235,25 +237,11 @@ static double gemm_time_built(dnnjit_graph_t g, const dnnjit_variant_t *pack, si
     if (ws_size)
         CU(dnnjit__cuda()->cuMemAlloc(&ws, (size_t)ws_size));
     void *workspace = (void *)(uintptr_t)ws;
-    /* A rough time per call, to size the timed loop (no cooldown: it is not the result). */
-    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
-    dnnjit__cu_event_t start, stop;
-    CU(cu->cuEventCreate(&start, 0));
-    CU(cu->cuEventCreate(&stop, 0));
-    CHECK(dnnjit_graph_execute(g, pack, count, workspace, NULL));
-    CU(cu->cuEventRecord(start, NULL));
-    for (int i = 0; i < 3; i++)
-        CHECK(dnnjit_graph_execute(g, pack, count, workspace, NULL));
-    CU(cu->cuEventRecord(stop, NULL));
-    CU(cu->cuEventSynchronize(stop));
-    float ms;
-    CU(cu->cuEventElapsedTime(&ms, start, stop));
-    cu->cuEventDestroy(start);
-    cu->cuEventDestroy(stop);
-    double probe = ms * 1e3 / 3;
+    /* A rough time per call, to size the timed loop. */
+    double probe = device_us_per_call_ws(g, pack, count, workspace, 1, 3, false);
     int calls = probe > 0 ? (int)(5000.0 / probe) : 2000;
     calls = calls < 3 ? 3 : calls > 2000 ? 2000 : calls;
-    double us = device_us_per_call_ws(g, pack, count, workspace, calls, 9);
+    double us = device_us_per_call_ws(g, pack, count, workspace, calls, 9, true);
     if (ws)
         dnnjit__cuda()->cuMemFree(ws);
     return us;
@@ -715,7 +703,8 @@ static void bench_seed004(dnnjit_handle_t h, const dnnjit_variant_t *bufs)
         CU(cu->cuMemAlloc(&ws, (size_t)ws_size));
     void *workspace = (void *)(uintptr_t)ws;
     printf("{\"case\": \"seed004_matmul_bias_half\", \"us\": %.2f, \"graph_replay_us\": %.2f, \"plan\": \"%s\"}\n",
-           device_us_per_call_ws(g, pack, 4, workspace, 1000, 9), graph_replay_us_per_call(g, pack, 4, workspace), plan);
+           device_us_per_call_ws(g, pack, 4, workspace, 1000, 9, true), graph_replay_us_per_call(g, pack, 4, workspace),
+           plan);
     if (ws)
         cu->cuMemFree(ws);
     dnnjit_free(plan);
@@ -849,7 +838,7 @@ static double row_bench_time(dnnjit_graph_t g, int64_t index, const dnnjit_varia
     dnnjit__cu_deviceptr_t ws = 0;
     if (ws_size)
         CU(dnnjit__cuda()->cuMemAlloc(&ws, (size_t)ws_size));
-    double us = device_us_per_call_ws(g, pack, n, (void *)(uintptr_t)ws, 20, 15);
+    double us = device_us_per_call_ws(g, pack, n, (void *)(uintptr_t)ws, 20, 15, true);
     if (ws)
         dnnjit__cuda()->cuMemFree(ws);
     return us;
