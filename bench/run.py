@@ -136,16 +136,129 @@ def gemm_peers(torch, time_us):
     }
 
 
+def import_dnnjit(build, cache_dir):
+    """The dnnjit package of this checkout's python/, over the build's library, with its
+    disk cache in cache_dir (where dnnjit-bench left the kernels it built)."""
+    os.environ["DNNJIT_LIBRARY"] = os.path.abspath(os.path.join(build, "libdnnjit.so"))
+    os.environ["DNNJIT_CACHE_DIR"] = cache_dir
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import dnnjit
+
+    return dnnjit
+
+
+def paired_gemms(build, cache_dir, rounds=5):
+    """The first table's GEMM cases timed in turns with their torch peers in one process:
+    dnnjit through the Python package (mode A's plan, the graph dnnjit-bench gemm builds),
+    then each peer, then the same in reverse order, `rounds` times; every timing is
+    time_us's (300 ms idle, 100 ms warm-up). The H200's clocks under GEMM load drift with
+    what it ran in the seconds before, and dnnjit-bench times dnnjit's cases long before
+    run.py times torch's: only timings taken side by side give ratios that the drift does
+    not bias. Returns, per case, each side's median over the rounds and the median of the
+    rounds' ratios (peer time / dnnjit time); dnnjit's output is checked against torch's."""
+    cudnn = import_dnnjit(build, cache_dir)
+    import torch
+
+    handle = cudnn.create_handle()
+    cudnn.set_stream(handle, torch.cuda.current_stream())
+    bf16 = cudnn.data_type.BFLOAT16
+
+    def built(io_type, make):
+        """A graph of io_type with float compute whose ops `make` adds, returning the
+        variant pack (tensor -> torch buffer) and the output's torch buffer; built with
+        mode A, and its execute as a function of no arguments."""
+        graph = cudnn.pygraph(handle=handle, io_data_type=io_type, compute_data_type=cudnn.data_type.FLOAT)
+        pack, out = make(graph)
+        graph.build([cudnn.heur_mode.A])
+        workspace = torch.empty(graph.get_workspace_size(), device="cuda", dtype=torch.uint8)
+        return lambda: graph.execute(pack, workspace, handle=handle), out
+
+    def matmul_case(graph, a, b, c_shape):
+        """dnnjit's A @ B over torch's a and b seen with a batch dimension, as the benchmark's graphs have."""
+        a3, b3 = (x if x.dim() == 3 else x.unsqueeze(0) for x in (a, b))
+        ta = graph.tensor(name="A", dim=list(a3.shape), stride=list(a3.stride()))
+        tb = graph.tensor(name="B", dim=list(b3.shape), stride=list(b3.stride()))
+        out = torch.empty(c_shape, device="cuda", dtype=torch.bfloat16)
+        return ta, tb, a3, b3, out
+
+    n = 4096
+    A = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+
+    def gemm(graph):
+        ta, tb, a3, b3, out = matmul_case(graph, A, B, (1, n, n))
+        tc = graph.matmul(ta, tb).set_output(True)
+        return {ta: a3, tb: b3, tc: out}, out
+
+    bA = torch.randn(8, n, n, device="cuda", dtype=torch.bfloat16)
+    bB = torch.randn(8, n, n, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(1, 1, n, device="cuda", dtype=torch.bfloat16)
+
+    def bmm_bias_relu(graph):
+        ta, tb, a3, b3, out = matmul_case(graph, bA, bB, (8, n, n))
+        tbias = graph.tensor(name="bias", dim=[1, 1, n], stride=[n, n, 1])
+        tc = graph.relu(graph.bias(graph.matmul(ta, tb), tbias)).set_output(True)
+        return {ta: a3, tb: b3, tbias: bias, tc: out}, out
+
+    def eager():
+        return torch.relu(torch.bmm(bA, bB) + bias)
+
+    m8 = 8192
+    a8 = torch.randn(m8, m8, device="cuda").to(torch.float8_e4m3fn)
+    b8 = torch.randn(m8, m8, device="cuda").to(torch.float8_e4m3fn).t()
+    scale_a, scale_b = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+    scale = (scale_a * scale_b).reshape(1, 1, 1)
+
+    def fp8(graph):
+        fp8_type = cudnn.data_type.FP8_E4M3
+        ta = graph.tensor(name="A", dim=[1, m8, m8], stride=[m8 * m8, m8, 1], data_type=fp8_type)
+        tb = graph.tensor(name="B", dim=[1, m8, m8], stride=[m8 * m8, 1, m8], data_type=fp8_type)
+        ts = graph.tensor(name="scale", dim=[1, 1, 1], stride=[1, 1, 1], data_type=cudnn.data_type.FLOAT)
+        tc = graph.mul(graph.matmul(ta, tb), ts).set_output(True)
+        out = torch.empty(1, m8, m8, device="cuda", dtype=torch.bfloat16)
+        return {ta: a8.unsqueeze(0), tb: b8.unsqueeze(0), ts: scale, tc: out}, out
+
+    def scaled_mm():
+        return torch._scaled_mm(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
+
+    compiled = torch.compile(eager)
+    cases = {
+        "gemm_4096_bf16": (built(bf16, gemm), 10, {"cublas_us": lambda: torch.matmul(A, B)}),
+        "bmm_bias_relu_8x4096_bf16": (built(bf16, bmm_bias_relu), 5, {
+            "torch_baddbmm_us": lambda: torch.relu(torch.baddbmm(bias, bA, bB)), "torch_compile_us": compiled}),
+        "gemm_8192_fp8_e4m3": (built(bf16, fp8), 5, {"torch_scaled_mm_us": scaled_mm}),
+    }
+    result = {}
+    for key, ((run, out), calls, peers) in cases.items():
+        # One call of each first: torch.compile compiles, and dnnjit's output is checked.
+        run()
+        want = next(iter(peers.values()))().reshape(out.shape).float()
+        err = (torch.linalg.vector_norm(out.float() - want) / torch.linalg.vector_norm(want)).item()
+        if not err < 1e-2:
+            sys.exit(f"paired {key}: dnnjit's output is {err:.3g} off torch's")
+        sides = {"dnnjit_us": run, **peers}
+        times = {name: [] for name in sides}
+        for r in range(rounds):
+            for name in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+                times[name].append(time_us(sides[name], calls=calls, repeats=9))
+        result[key] = {"rounds": rounds, **{name: median(ts) for name, ts in times.items()},
+                       **{name.replace("_us", "_ratio"): median([p / d for p, d in zip(ts, times["dnnjit_us"])])
+                          for name, ts in times.items() if name != "dnnjit_us"}}
+    cudnn.destroy_handle(handle)
+    return result
+
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
 def python_execute_host_time(build, cache_dir):
     """Host microseconds per call of graph.execute from Python (the dnnjit package over
     ctypes, this checkout's python/ against the build's library) on seed 000's batched
     matmul, called as the seed calls it (uid keys, a workspace, handle=), and of torch.bmm
     on the same tensors in the same way: many calls in a loop, wall clock around the loop
     only (the device catches up between samples), median of the samples."""
-    os.environ["DNNJIT_LIBRARY"] = os.path.abspath(os.path.join(build, "libdnnjit.so"))
-    os.environ["DNNJIT_CACHE_DIR"] = cache_dir
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-    import dnnjit as cudnn
+    cudnn = import_dnnjit(build, cache_dir)
     import torch
 
     handle = cudnn.create_handle()
@@ -213,6 +326,8 @@ def main():
         cases.update(run_bench(binary, ["build-only"], cache))
         cases.update(run_bench(binary, ["gemm"] + (["--sweep-all-plans"] if args.gemm_sweep_all_plans else []), cache))
         cases["python_execute_host"] = python_execute_host_time(args.build, cache)
+        for case, times in paired_gemms(args.build, cache).items():
+            cases[case]["paired"] = times
         if not args.no_rows:
             cases.update(run_bench(binary, ["rows"] + (["--all-plans"] if args.rows_all_plans else []), cache))
     peers = torch_peers()
@@ -275,6 +390,8 @@ def table(result, figure=""):
              f"torch {result['torch']}.", "", "| case | dnnjit | torch (ratio = torch time / dnnjit time) |",
              "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
+    if any("paired" in c[key] for key, _, _ in GEMM_ROWS):
+        lines += ["", paired_table(c)]
     if sweep_cases(c):
         lines += ["", sweep_table(c)]
     if figure:
@@ -507,6 +624,20 @@ def gemm_row(cases, key, label, peers):
             f"{c['best_us']:.0f} µs, {c['best_tflops']:.0f} TFLOP/s ({c['best_plan']})")
     theirs = ", ".join(f"{name} {c[field]:.0f} µs ({c[field] / c['us']:.2f}×)" for name, field in peers.items())
     return (label, ours, theirs)
+
+
+def paired_table(cases):
+    """The GEMM cases timed in turns with their peers in one process (see paired_gemms)."""
+    lines = ["The same GEMMs timed in turns with their peers in one process (dnnjit through the Python "
+             "package; medians over the rounds, ratio = the median of the rounds' peer time / dnnjit time):", "",
+             "| case | dnnjit | torch |", "| --- | --- | --- |"]
+    for key, label, peers in GEMM_ROWS:
+        p = cases[key].get("paired")
+        if p:
+            theirs = ", ".join(f"{name} {p[field]:.0f} µs ({p[field.replace('_us', '_ratio')]:.2f}×)"
+                               for name, field in peers.items() if field in p)
+            lines.append(f"| {label} | {p['dnnjit_us']:.0f} µs | {theirs} |")
+    return "\n".join(lines)
 
 
 def sm80_rows(cases):
