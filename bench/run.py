@@ -100,40 +100,58 @@ def torch_peers():
     }
 
 
-def gemm_peers(torch, time_us):
-    """cuBLAS through torch on the GEMM cases of dnnjit-bench gemm: bf16 4096^3,
-    8x4096^3 bmm + bias + relu as eager ops, as baddbmm + relu, and under torch.compile, and
-    fp8 E4M3 8192^3 with per-tensor scales into bf16 through torch._scaled_mm (which wants
-    B column-major, as dnnjit's case has it)."""
-    n = 4096
-    A = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    B = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    bA = torch.randn(8, n, n, device="cuda", dtype=torch.bfloat16)
-    bB = torch.randn(8, n, n, device="cuda", dtype=torch.bfloat16)
-    bias = torch.randn(1, 1, n, device="cuda", dtype=torch.bfloat16)
+def bench_values(torch, shape, dtype):
+    """A tensor holding what dnnjit-bench fills its GEMM buffers with (gemm_buffers in
+    bench.c): element j of the memory order is +-(1 + (r mod 2^24) / 2^24), r = j *
+    2654435761 mod 2^32, its top bit the sign. The tensor cores' power draw, and with it
+    the clocks, depends on the values, so both sides of a ratio get the same ones."""
+    count = 1
+    for d in shape:
+        count *= d
+    r = (torch.arange(count, device="cuda", dtype=torch.int64) * 2654435761) & 0xFFFFFFFF
+    values = (1.0 - 2.0 * (r >> 31).double()) * (1.0 + (r & 0xFFFFFF).double() / 16777216.0)
+    return values.float().to(dtype).reshape(shape)
+
+
+def gemm_work(torch, values):
+    """The first table's GEMM cases (dnnjit-bench gemm's first three), their operands made by
+    values(shape, dtype), and torch's ways of computing each: bf16 4096^3 by cuBLAS,
+    8x4096^3 bmm + bias + relu as eager ops, as baddbmm + relu and under torch.compile,
+    and fp8 E4M3 8192^3 with per-tensor scales into bf16 through torch._scaled_mm (which
+    wants B column-major, as dnnjit's case has it). Returns the operands (a namespace)
+    and, per case, its calls per timed sample and its peers."""
+    import types
+
+    w = types.SimpleNamespace(n=4096, m8=8192)
+    n, m8, bf16 = w.n, w.m8, torch.bfloat16
+    w.A, w.B = values((n, n), bf16), values((n, n), bf16)
+    w.bA, w.bB, w.bias = values((8, n, n), bf16), values((8, n, n), bf16), values((1, 1, n), bf16)
+    w.a8 = values((m8, m8), torch.float8_e4m3fn)
+    w.b8 = values((m8, m8), torch.float8_e4m3fn).t()
+    w.scale_a, w.scale_b = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
 
     def eager():
-        return torch.relu(torch.bmm(bA, bB) + bias)
-
-    compiled = torch.compile(eager)
-    m8 = 8192
-    a8 = torch.randn(m8, m8, device="cuda").to(torch.float8_e4m3fn)
-    b8 = torch.randn(m8, m8, device="cuda").to(torch.float8_e4m3fn).t()
-    scale_a = torch.tensor(0.5, device="cuda")
-    scale_b = torch.tensor(2.0, device="cuda")
+        return torch.relu(torch.bmm(w.bA, w.bB) + w.bias)
 
     def scaled_mm():
-        return torch._scaled_mm(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
+        return torch._scaled_mm(w.a8, w.b8, scale_a=w.scale_a, scale_b=w.scale_b, out_dtype=torch.bfloat16)
 
-    return {
-        "gemm_4096_bf16": {"cublas_us": time_us(lambda: torch.matmul(A, B), calls=10, repeats=9)},
-        "gemm_8192_fp8_e4m3": {"torch_scaled_mm_us": time_us(scaled_mm, calls=5, repeats=9)},
-        "bmm_bias_relu_8x4096_bf16": {
-            "torch_eager_us": time_us(eager, calls=5, repeats=9),
-            "torch_baddbmm_us": time_us(lambda: torch.relu(torch.baddbmm(bias, bA, bB)), calls=5, repeats=9),
-            "torch_compile_us": time_us(compiled, calls=5, repeats=9),
-        },
+    cases = {
+        "gemm_4096_bf16": (10, {"cublas_us": lambda: torch.matmul(w.A, w.B)}),
+        "bmm_bias_relu_8x4096_bf16": (5, {
+            "torch_baddbmm_us": lambda: torch.relu(torch.baddbmm(w.bias, w.bA, w.bB)),
+            "torch_eager_us": eager, "torch_compile_us": torch.compile(eager)}),
+        "gemm_8192_fp8_e4m3": (5, {"torch_scaled_mm_us": scaled_mm}),
     }
+    return w, cases
+
+
+def gemm_peers(torch, time_us):
+    """Each torch peer of the first table's GEMM cases (see gemm_work), timed alone, on
+    dnnjit-bench's values."""
+    _, cases = gemm_work(torch, lambda shape, dtype: bench_values(torch, shape, dtype))
+    return {key: {field: time_us(fn, calls=calls, repeats=9) for field, fn in peers.items()}
+            for key, (calls, peers) in cases.items()}
 
 
 def import_dnnjit(build, cache_dir):
@@ -154,80 +172,73 @@ def paired_gemms(build, cache_dir, rounds=5):
     time_us's (300 ms idle, 100 ms warm-up). The H200's clocks under GEMM load drift with
     what it ran in the seconds before, and dnnjit-bench times dnnjit's cases long before
     run.py times torch's: only timings taken side by side give ratios that the drift does
-    not bias. Returns, per case, each side's median over the rounds and the median of the
-    rounds' ratios (peer time / dnnjit time); dnnjit's output is checked against torch's."""
+    not bias. On dnnjit-bench's values, and the 4096^3 case once more on torch.randn's
+    (normal values, whose bits toggle more and draw more power). Returns, per case, each
+    side's median over the rounds and the median of the rounds' ratios (peer time / dnnjit
+    time); dnnjit's output is checked against torch's."""
     cudnn = import_dnnjit(build, cache_dir)
     import torch
 
     handle = cudnn.create_handle()
     cudnn.set_stream(handle, torch.cuda.current_stream())
-    bf16 = cudnn.data_type.BFLOAT16
 
-    def built(io_type, make):
-        """A graph of io_type with float compute whose ops `make` adds, returning the
-        variant pack (tensor -> torch buffer) and the output's torch buffer; built with
-        mode A, and its execute as a function of no arguments."""
-        graph = cudnn.pygraph(handle=handle, io_data_type=io_type, compute_data_type=cudnn.data_type.FLOAT)
+    def built(make):
+        """A bf16 graph with float compute whose ops `make` adds, returning the variant pack
+        (tensor -> torch buffer) and the output's torch buffer; built with mode A. Returns
+        its execute as a function of no arguments, and the output."""
+        graph = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.BFLOAT16,
+                              compute_data_type=cudnn.data_type.FLOAT)
         pack, out = make(graph)
         graph.build([cudnn.heur_mode.A])
         workspace = torch.empty(graph.get_workspace_size(), device="cuda", dtype=torch.uint8)
         return lambda: graph.execute(pack, workspace, handle=handle), out
 
-    def matmul_case(graph, a, b, c_shape):
-        """dnnjit's A @ B over torch's a and b seen with a batch dimension, as the benchmark's graphs have."""
-        a3, b3 = (x if x.dim() == 3 else x.unsqueeze(0) for x in (a, b))
-        ta = graph.tensor(name="A", dim=list(a3.shape), stride=list(a3.stride()))
-        tb = graph.tensor(name="B", dim=list(b3.shape), stride=list(b3.stride()))
-        out = torch.empty(c_shape, device="cuda", dtype=torch.bfloat16)
-        return ta, tb, a3, b3, out
+    types = {torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float8_e4m3fn: cudnn.data_type.FP8_E4M3,
+             torch.float32: cudnn.data_type.FLOAT}
 
-    n = 4096
-    A = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    B = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    def operand(graph, name, x):
+        """A graph tensor for torch's x seen with a batch dimension, as dnnjit-bench's graphs
+        have it (a batch of one at the stride of one matrix)."""
+        x = x if x.dim() == 3 else x.unsqueeze(0)
+        stride = list(x.stride())
+        if x.shape[0] == 1:
+            stride[0] = x.shape[1] * x.shape[2]
+        return graph.tensor(name=name, dim=list(x.shape), stride=stride, data_type=types[x.dtype]), x
 
-    def gemm(graph):
-        ta, tb, a3, b3, out = matmul_case(graph, A, B, (1, n, n))
-        tc = graph.matmul(ta, tb).set_output(True)
-        return {ta: a3, tb: b3, tc: out}, out
+    def matmul(a, b, epilogue):
+        """C = epilogue(graph, A @ B) over torch's a and b, in bf16."""
+        def make(graph):
+            (ta, a3), (tb, b3) = operand(graph, "A", a), operand(graph, "B", b)
+            pack = {ta: a3, tb: b3}
+            tc = epilogue(graph, graph.matmul(ta, tb), pack).set_output(True)
+            out = torch.empty(a3.shape[0], a3.shape[1], b3.shape[2], device="cuda", dtype=torch.bfloat16)
+            pack[tc] = out
+            return pack, out
+        return make
 
-    bA = torch.randn(8, n, n, device="cuda", dtype=torch.bfloat16)
-    bB = torch.randn(8, n, n, device="cuda", dtype=torch.bfloat16)
-    bias = torch.randn(1, 1, n, device="cuda", dtype=torch.bfloat16)
+    def plain(graph, c, pack):
+        return c
 
-    def bmm_bias_relu(graph):
-        ta, tb, a3, b3, out = matmul_case(graph, bA, bB, (8, n, n))
-        tbias = graph.tensor(name="bias", dim=[1, 1, n], stride=[n, n, 1])
-        tc = graph.relu(graph.bias(graph.matmul(ta, tb), tbias)).set_output(True)
-        return {ta: a3, tb: b3, tbias: bias, tc: out}, out
+    w, peer_cases = gemm_work(torch, lambda shape, dtype: bench_values(torch, shape, dtype))
 
-    def eager():
-        return torch.relu(torch.bmm(bA, bB) + bias)
+    def bias_relu(graph, c, pack):
+        tbias, pack_bias = operand(graph, "bias", w.bias)
+        pack[tbias] = pack_bias
+        return graph.relu(graph.bias(c, tbias))
 
-    m8 = 8192
-    a8 = torch.randn(m8, m8, device="cuda").to(torch.float8_e4m3fn)
-    b8 = torch.randn(m8, m8, device="cuda").to(torch.float8_e4m3fn).t()
-    scale_a, scale_b = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
-    scale = (scale_a * scale_b).reshape(1, 1, 1)
+    def scaled(graph, c, pack):
+        ts, scale = operand(graph, "scale", (w.scale_a * w.scale_b).reshape(1, 1))
+        pack[ts] = scale
+        return graph.mul(c, ts)
 
-    def fp8(graph):
-        fp8_type = cudnn.data_type.FP8_E4M3
-        ta = graph.tensor(name="A", dim=[1, m8, m8], stride=[m8 * m8, m8, 1], data_type=fp8_type)
-        tb = graph.tensor(name="B", dim=[1, m8, m8], stride=[m8 * m8, 1, m8], data_type=fp8_type)
-        ts = graph.tensor(name="scale", dim=[1, 1, 1], stride=[1, 1, 1], data_type=cudnn.data_type.FLOAT)
-        tc = graph.mul(graph.matmul(ta, tb), ts).set_output(True)
-        out = torch.empty(1, m8, m8, device="cuda", dtype=torch.bfloat16)
-        return {ta: a8.unsqueeze(0), tb: b8.unsqueeze(0), ts: scale, tc: out}, out
-
-    def scaled_mm():
-        return torch._scaled_mm(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
-
-    compiled = torch.compile(eager)
-    cases = {
-        "gemm_4096_bf16": (built(bf16, gemm), 10, {"cublas_us": lambda: torch.matmul(A, B)}),
-        "bmm_bias_relu_8x4096_bf16": (built(bf16, bmm_bias_relu), 5, {
-            "torch_baddbmm_us": lambda: torch.relu(torch.baddbmm(bias, bA, bB)), "torch_compile_us": compiled}),
-        "gemm_8192_fp8_e4m3": (built(bf16, fp8), 5, {"torch_scaled_mm_us": scaled_mm}),
+    runs = {
+        "gemm_4096_bf16": built(matmul(w.A, w.B, plain)),
+        "bmm_bias_relu_8x4096_bf16": built(matmul(w.bA, w.bB, bias_relu)),
+        "gemm_8192_fp8_e4m3": built(matmul(w.a8, w.b8, scaled)),
     }
+    cases = {key: (runs[key], calls, peers) for key, (calls, peers) in peer_cases.items()}
+    A, B = (torch.randn(w.n, w.n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    cases["gemm_4096_bf16_randn"] = (built(matmul(A, B, plain)), 10, {"cublas_us": lambda: torch.matmul(A, B)})
     result = {}
     for key, ((run, out), calls, peers) in cases.items():
         # One call of each first: torch.compile compiles, and dnnjit's output is checked.
@@ -327,7 +338,7 @@ def main():
         cases.update(run_bench(binary, ["gemm"] + (["--sweep-all-plans"] if args.gemm_sweep_all_plans else []), cache))
         cases["python_execute_host"] = python_execute_host_time(args.build, cache)
         for case, times in paired_gemms(args.build, cache).items():
-            cases[case]["paired"] = times
+            cases.setdefault(case, {"case": case})["paired"] = times
         if not args.no_rows:
             cases.update(run_bench(binary, ["rows"] + (["--all-plans"] if args.rows_all_plans else []), cache))
     peers = torch_peers()
@@ -362,6 +373,10 @@ GEMM_ROWS = [
     ("gemm_8192_fp8_e4m3", "GEMM 8192³ fp8 E4M3 × scale → bf16", {"torch._scaled_mm": "torch_scaled_mm_us"}),
 ]
 
+# The cases paired_gemms times: the first table's, and its 4096³ case on normal values.
+PAIRED_ROWS = GEMM_ROWS + [("gemm_4096_bf16_randn", "GEMM 4096³ bf16 on torch.randn's values",
+                            {"cuBLAS (torch.matmul)": "cublas_us"})]
+
 
 def table(result, figure=""):
     """The README table, from a result file, with `figure` (Markdown) after the GEMM tables."""
@@ -390,7 +405,7 @@ def table(result, figure=""):
              f"torch {result['torch']}.", "", "| case | dnnjit | torch (ratio = torch time / dnnjit time) |",
              "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {d} |" for a, b, d in rows]
-    if any("paired" in c[key] for key, _, _ in GEMM_ROWS):
+    if any("paired" in c.get(key, {}) for key, _, _ in PAIRED_ROWS):
         lines += ["", paired_table(c)]
     if sweep_cases(c):
         lines += ["", sweep_table(c)]
@@ -412,8 +427,8 @@ def sweep_cases(cases):
 
 def sweep_peers(cases):
     """cuBLAS through torch on each `gemm_sweep/...` case dnnjit-bench printed, on its
-    shape: torch.matmul(A, B), or F.linear(A, W) where dnnjit's B is the weight W [N, K]
-    seen as [K, N]."""
+    shape and values: torch.matmul(A, B), or F.linear(A, W) where dnnjit's B is the weight
+    W [N, K] seen as [K, N]."""
     import torch
     import torch.nn.functional as F
 
@@ -421,12 +436,12 @@ def sweep_peers(cases):
     for name, case in sweep_cases(cases).items():
         dt = torch.bfloat16 if case["io"] == "bf16" else torch.half
         m, n, k = case["m"], case["n"], case["k"]
-        a = torch.randn(m, k, device="cuda", dtype=dt)
+        a = bench_values(torch, (m, k), dt)
         if case["b_weight"]:
-            w = torch.randn(n, k, device="cuda", dtype=dt)
+            w = bench_values(torch, (n, k), dt)
             us = time_us(lambda: F.linear(a, w), calls=20, repeats=9)
         else:
-            b = torch.randn(k, n, device="cuda", dtype=dt)
+            b = bench_values(torch, (k, n), dt)
             us = time_us(lambda: torch.matmul(a, b), calls=20, repeats=9)
         peers[name] = {"cublas_us": us}
         del a
@@ -459,15 +474,21 @@ PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "gemm
 def gemm_ratios(c):
     """(label, torch time / dnnjit time) for each GEMM case with a peer, in the tables' order:
     the sweep's shapes against cuBLAS, then the first table's GEMM rows against their fastest
-    torch peer, which the label names."""
+    torch peer, which the label names: timed in turns where the result has those times
+    (see paired_gemms), else apart."""
     bars = [(name[len("gemm_sweep/"):], case["cublas_us"] / case["us"])
             for name, case in sweep_cases(c).items() if "cublas_us" in case]
-    for key, label, peers in GEMM_ROWS:
+    for key, label, peers in PAIRED_ROWS:
         case = c.get(key, {})
-        timed = [(case[field], name) for name, field in peers.items() if field in case]
+        paired = case.get("paired", {})
+        if paired:
+            timed = [(paired[field], name, paired[field.replace("_us", "_ratio")])
+                     for name, field in peers.items() if field in paired]
+        else:
+            timed = [(case[field], name, case[field] / case["us"]) for name, field in peers.items() if field in case]
         if timed:
-            us, name = min(timed)
-            bars.append((f"{label} vs {name}", us / case["us"]))
+            _, name, ratio = min(timed)
+            bars.append((f"{label} vs {name}{', in turns' if paired else ''}", ratio))
     return bars
 
 
@@ -631,8 +652,8 @@ def paired_table(cases):
     lines = ["The same GEMMs timed in turns with their peers in one process (dnnjit through the Python "
              "package; medians over the rounds, ratio = the median of the rounds' peer time / dnnjit time):", "",
              "| case | dnnjit | torch |", "| --- | --- | --- |"]
-    for key, label, peers in GEMM_ROWS:
-        p = cases[key].get("paired")
+    for key, label, peers in PAIRED_ROWS:
+        p = cases.get(key, {}).get("paired")
         if p:
             theirs = ", ".join(f"{name} {p[field]:.0f} µs ({p[field.replace('_us', '_ratio')]:.2f}×)"
                                for name, field in peers.items() if field in p)
