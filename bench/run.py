@@ -118,8 +118,13 @@ def gemm_work(torch, values):
     values(shape, dtype), and torch's ways of computing each: bf16 4096^3 by cuBLAS,
     8x4096^3 bmm + bias + relu as eager ops, as baddbmm + relu and under torch.compile,
     and fp8 E4M3 8192^3 with per-tensor scales into bf16 through torch._scaled_mm (which
-    wants B column-major, as dnnjit's case has it). Returns the operands (a namespace)
-    and, per case, its calls per timed sample and its peers."""
+    wants B column-major, as dnnjit's case has it), with and without use_fast_accum. The
+    first peer of a case computes as dnnjit does: dnnjit's fp8 kernel adds the whole of K
+    up in the tensor cores' accumulator, as use_fast_accum does, which on the H200 keeps
+    fewer bits than a float (on these values both come out 0.11 off the float64 product,
+    torch's default 0.0017, which moves partial sums into float registers as it goes).
+    Returns the operands (a namespace) and, per case, its calls per timed sample and its
+    peers."""
     import types
 
     w = types.SimpleNamespace(n=4096, m8=8192)
@@ -133,15 +138,17 @@ def gemm_work(torch, values):
     def eager():
         return torch.relu(torch.bmm(w.bA, w.bB) + w.bias)
 
-    def scaled_mm():
-        return torch._scaled_mm(w.a8, w.b8, scale_a=w.scale_a, scale_b=w.scale_b, out_dtype=torch.bfloat16)
+    def scaled_mm(fast_accum):
+        return lambda: torch._scaled_mm(w.a8, w.b8, scale_a=w.scale_a, scale_b=w.scale_b, out_dtype=torch.bfloat16,
+                                        use_fast_accum=fast_accum)
 
     cases = {
         "gemm_4096_bf16": (10, {"cublas_us": lambda: torch.matmul(w.A, w.B)}),
         "bmm_bias_relu_8x4096_bf16": (5, {
             "torch_baddbmm_us": lambda: torch.relu(torch.baddbmm(w.bias, w.bA, w.bB)),
             "torch_eager_us": eager, "torch_compile_us": torch.compile(eager)}),
-        "gemm_8192_fp8_e4m3": (5, {"torch_scaled_mm_us": scaled_mm}),
+        "gemm_8192_fp8_e4m3": (5, {"torch_scaled_mm_fast_accum_us": scaled_mm(True),
+                                   "torch_scaled_mm_us": scaled_mm(False)}),
     }
     return w, cases
 
@@ -241,7 +248,8 @@ def paired_gemms(build, cache_dir, rounds=5):
     cases["gemm_4096_bf16_randn"] = (built(matmul(A, B, plain)), 10, {"cublas_us": lambda: torch.matmul(A, B)})
     result = {}
     for key, ((run, out), calls, peers) in cases.items():
-        # One call of each first: torch.compile compiles, and dnnjit's output is checked.
+        # One call of each first: torch.compile compiles, and dnnjit's output is checked
+        # against the first peer's (see gemm_work).
         run()
         want = next(iter(peers.values()))().reshape(out.shape).float()
         err = (torch.linalg.vector_norm(out.float() - want) / torch.linalg.vector_norm(want)).item()
@@ -370,7 +378,9 @@ GEMM_ROWS = [
     ("gemm_4096_bf16", "GEMM 4096³ bf16", {"cuBLAS (torch.matmul)": "cublas_us"}),
     ("bmm_bias_relu_8x4096_bf16", "bmm + bias + relu 8×4096³ bf16",
      {"eager": "torch_eager_us", "baddbmm+relu": "torch_baddbmm_us", "compile": "torch_compile_us"}),
-    ("gemm_8192_fp8_e4m3", "GEMM 8192³ fp8 E4M3 × scale → bf16", {"torch._scaled_mm": "torch_scaled_mm_us"}),
+    ("gemm_8192_fp8_e4m3", "GEMM 8192³ fp8 E4M3 × scale → bf16",
+     {"torch._scaled_mm with use_fast_accum (dnnjit's accumulation)": "torch_scaled_mm_fast_accum_us",
+      "torch._scaled_mm": "torch_scaled_mm_us"}),
 ]
 
 # The cases paired_gemms times: the first table's, and its 4096³ case on normal values.
@@ -643,7 +653,8 @@ def gemm_row(cases, key, label, peers):
         return (label, "not measured", "")
     ours = (f"{c['us']:.0f} µs, {c['tflops']:.0f} TFLOP/s (plan {c['plan']}); fastest plan "
             f"{c['best_us']:.0f} µs, {c['best_tflops']:.0f} TFLOP/s ({c['best_plan']})")
-    theirs = ", ".join(f"{name} {c[field]:.0f} µs ({c[field] / c['us']:.2f}×)" for name, field in peers.items())
+    theirs = ", ".join(f"{name} {c[field]:.0f} µs ({c[field] / c['us']:.2f}×)"
+                       for name, field in peers.items() if field in c)
     return (label, ours, theirs)
 
 
