@@ -182,7 +182,7 @@ def paired_gemms(build, cache_dir, rounds=5):
     not bias. On dnnjit-bench's values, and the 4096^3 case once more on torch.randn's
     (normal values, whose bits toggle more and draw more power). Returns, per case, each
     side's median over the rounds and the median of the rounds' ratios (peer time / dnnjit
-    time); dnnjit's output is checked against torch's."""
+    time); dnnjit's output is checked against its first peer's."""
     cudnn = import_dnnjit(build, cache_dir)
     import torch
 
@@ -190,9 +190,9 @@ def paired_gemms(build, cache_dir, rounds=5):
     cudnn.set_stream(handle, torch.cuda.current_stream())
 
     def built(make):
-        """A bf16 graph with float compute whose ops `make` adds, returning the variant pack
-        (tensor -> torch buffer) and the output's torch buffer; built with mode A. Returns
-        its execute as a function of no arguments, and the output."""
+        """Builds with mode A a bf16 graph with float compute whose ops `make` adds (make
+        returns the variant pack, tensor -> torch buffer, and the output's buffer); returns
+        its execute as a function of no arguments, and the output's buffer."""
         graph = cudnn.pygraph(handle=handle, io_data_type=cudnn.data_type.BFLOAT16,
                               compute_data_type=cudnn.data_type.FLOAT)
         pack, out = make(graph)
@@ -200,8 +200,8 @@ def paired_gemms(build, cache_dir, rounds=5):
         workspace = torch.empty(graph.get_workspace_size(), device="cuda", dtype=torch.uint8)
         return lambda: graph.execute(pack, workspace, handle=handle), out
 
-    types = {torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float8_e4m3fn: cudnn.data_type.FP8_E4M3,
-             torch.float32: cudnn.data_type.FLOAT}
+    data_types = {torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float8_e4m3fn: cudnn.data_type.FP8_E4M3,
+                  torch.float32: cudnn.data_type.FLOAT}
 
     def operand(graph, name, x):
         """A graph tensor for torch's x seen with a batch dimension, as dnnjit-bench's graphs
@@ -210,7 +210,7 @@ def paired_gemms(build, cache_dir, rounds=5):
         stride = list(x.stride())
         if x.shape[0] == 1:
             stride[0] = x.shape[1] * x.shape[2]
-        return graph.tensor(name=name, dim=list(x.shape), stride=stride, data_type=types[x.dtype]), x
+        return graph.tensor(name=name, dim=list(x.shape), stride=stride, data_type=data_types[x.dtype]), x
 
     def matmul(a, b, epilogue):
         """C = epilogue(graph, A @ B) over torch's a and b, in bf16."""
