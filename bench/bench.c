@@ -623,6 +623,22 @@ static void gemm_sweep(dnnjit_handle_t h, bool all_plans, const char *filter)
  * 10 replays. */
 enum { CAPTURED = 100 };
 
+/* Device milliseconds of `count` back-to-back replays of exec on stream between the events
+ * start and stop. */
+static float replays_ms(dnnjit__cu_graph_exec_t exec, dnnjit__cu_stream_t stream, int count, dnnjit__cu_event_t start,
+                        dnnjit__cu_event_t stop)
+{
+    const dnnjit__cuda_api_t *cu = dnnjit__cuda();
+    CU(cu->cuEventRecord(start, stream));
+    for (int i = 0; i < count; i++)
+        CU(cu->cuGraphLaunch(exec, stream));
+    CU(cu->cuEventRecord(stop, stream));
+    CU(cu->cuEventSynchronize(stop));
+    float ms;
+    CU(cu->cuEventElapsedTime(&ms, start, stop));
+    return ms;
+}
+
 static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t *pack, size_t n, void *workspace)
 {
     const dnnjit__cuda_api_t *cu = dnnjit__cuda();
@@ -641,26 +657,11 @@ static double graph_replay_us_per_call(dnnjit_graph_t g, const dnnjit_variant_t 
     CU(cu->cuEventCreate(&start, 0));
     CU(cu->cuEventCreate(&stop, 0));
     cooldown();
-    for (float warm_ms = 0.0f; warm_ms < WARMUP_MS;) {
-        CU(cu->cuEventRecord(start, stream));
-        CU(cu->cuGraphLaunch(exec, stream));
-        CU(cu->cuEventRecord(stop, stream));
-        CU(cu->cuEventSynchronize(stop));
-        float ms;
-        CU(cu->cuEventElapsedTime(&ms, start, stop));
-        warm_ms += ms;
-    }
+    for (float warm_ms = 0.0f; warm_ms < WARMUP_MS;)
+        warm_ms += replays_ms(exec, stream, 1, start, stop);
     double samples[9];
-    for (int r = 0; r < 9; r++) {
-        CU(cu->cuEventRecord(start, stream));
-        for (int i = 0; i < 10; i++)
-            CU(cu->cuGraphLaunch(exec, stream));
-        CU(cu->cuEventRecord(stop, stream));
-        CU(cu->cuEventSynchronize(stop));
-        float ms;
-        CU(cu->cuEventElapsedTime(&ms, start, stop));
-        samples[r] = ms * 1e3 / (10.0 * CAPTURED);
-    }
+    for (int r = 0; r < 9; r++)
+        samples[r] = replays_ms(exec, stream, 10, start, stop) * 1e3 / (10.0 * CAPTURED);
     qsort(samples, 9, sizeof samples[0], cmp_double);
     cu->cuEventDestroy(start);
     cu->cuEventDestroy(stop);

@@ -113,9 +113,9 @@ def bench_values(torch, shape, dtype):
     return values.float().to(dtype).reshape(shape)
 
 
-def gemm_work(torch, values):
-    """The first table's GEMM cases (dnnjit-bench gemm's first three), their operands made by
-    values(shape, dtype), and torch's ways of computing each: bf16 4096^3 by cuBLAS,
+def gemm_work(torch):
+    """The first table's GEMM cases (dnnjit-bench gemm's first three), their operands holding
+    dnnjit-bench's values (bench_values), and torch's ways of computing each: bf16 4096^3 by cuBLAS,
     8x4096^3 bmm + bias + relu as eager ops, as baddbmm + relu and under torch.compile,
     and fp8 E4M3 8192^3 with per-tensor scales into bf16 through torch._scaled_mm (which
     wants B column-major, as dnnjit's case has it), with and without use_fast_accum. The
@@ -129,6 +129,10 @@ def gemm_work(torch, values):
 
     w = types.SimpleNamespace(n=4096, m8=8192)
     n, m8, bf16 = w.n, w.m8, torch.bfloat16
+
+    def values(shape, dtype):
+        return bench_values(torch, shape, dtype)
+
     w.A, w.B = values((n, n), bf16), values((n, n), bf16)
     w.bA, w.bB, w.bias = values((8, n, n), bf16), values((8, n, n), bf16), values((1, 1, n), bf16)
     w.a8 = values((m8, m8), torch.float8_e4m3fn)
@@ -156,7 +160,7 @@ def gemm_work(torch, values):
 def gemm_peers(torch, time_us):
     """Each torch peer of the first table's GEMM cases (see gemm_work), timed alone, on
     dnnjit-bench's values."""
-    _, cases = gemm_work(torch, lambda shape, dtype: bench_values(torch, shape, dtype))
+    _, cases = gemm_work(torch)
     return {key: {field: time_us(fn, calls=calls, repeats=9) for field, fn in peers.items()}
             for key, (calls, peers) in cases.items()}
 
@@ -226,7 +230,7 @@ def paired_gemms(build, cache_dir, rounds=5):
     def plain(graph, c, pack):
         return c
 
-    w, peer_cases = gemm_work(torch, lambda shape, dtype: bench_values(torch, shape, dtype))
+    w, peer_cases = gemm_work(torch)
 
     def bias_relu(graph, c, pack):
         tbias, pack_bias = operand(graph, "bias", w.bias)
@@ -261,7 +265,7 @@ def paired_gemms(build, cache_dir, rounds=5):
             for name in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
                 times[name].append(time_us(sides[name], calls=calls, repeats=9))
         result[key] = {"rounds": rounds, **{name: median(ts) for name, ts in times.items()},
-                       **{name.replace("_us", "_ratio"): median([p / d for p, d in zip(ts, times["dnnjit_us"])])
+                       **{ratio_field(name): median([p / d for p, d in zip(ts, times["dnnjit_us"])])
                           for name, ts in times.items() if name != "dnnjit_us"}}
     cudnn.destroy_handle(handle)
     return result
@@ -269,6 +273,11 @@ def paired_gemms(build, cache_dir, rounds=5):
 
 def median(xs):
     return sorted(xs)[len(xs) // 2]
+
+
+def ratio_field(field):
+    """Where paired_gemms keeps a peer's ratio to dnnjit: its time's field, `_us` made `_ratio`."""
+    return field.replace("_us", "_ratio")
 
 
 def python_execute_host_time(build, cache_dir):
@@ -492,7 +501,7 @@ def gemm_ratios(c):
         case = c.get(key, {})
         paired = case.get("paired", {})
         if paired:
-            timed = [(paired[field], name, paired[field.replace("_us", "_ratio")])
+            timed = [(paired[field], name, paired[ratio_field(field)])
                      for name, field in peers.items() if field in paired]
         else:
             timed = [(case[field], name, case[field] / case["us"]) for name, field in peers.items() if field in case]
@@ -666,7 +675,7 @@ def paired_table(cases):
     for key, label, peers in PAIRED_ROWS:
         p = cases.get(key, {}).get("paired")
         if p:
-            theirs = ", ".join(f"{name} {p[field]:.0f} µs ({p[field.replace('_us', '_ratio')]:.2f}×)"
+            theirs = ", ".join(f"{name} {p[field]:.0f} µs ({p[ratio_field(field)]:.2f}×)"
                                for name, field in peers.items() if field in p)
             lines.append(f"| {label} | {p['dnnjit_us']:.0f} µs | {theirs} |")
     return "\n".join(lines)
