@@ -62,6 +62,21 @@ static void compile(const dnnjit__kernel_t *k, void **cubin, size_t *size)
     }
 }
 
+/* The engine's verdict on knob `knob` for the graph's one group on sm_90a: the knob's name,
+ * and whether it is refused, with why. */
+typedef struct verdict {
+    char name[64], why[200];
+    bool refused;
+} verdict_t;
+
+static verdict_t verdict_of(dnnjit_graph_t g, const dnnjit__partition_t *p, int knob)
+{
+    verdict_t v = {.why = ""};
+    engine->knob_name(knob, v.name, sizeof v.name);
+    v.refused = !engine->supports(g, &p->groups[0], knob, "sm_90a", v.why, sizeof v.why);
+    return v;
+}
+
 /* Generates (twice, to the same bytes) and compiles the graph's group with every knob the
  * engine takes, or only the first of each tile width in each variant (direct, staged,
  * clustered); returns how many were compiled. */
@@ -71,7 +86,8 @@ static int compile_knobs(dnnjit_graph_t g, bool all_knobs)
     TU_OK(dnnjit__partition(g, &p));
     assert_int_equal(p.group_count, 1);
     const dnnjit__group_t *grp = &p.groups[0];
-    int compiled = 0, last_bn = 0;
+    int compiled = 0;
+    char last_variant[64] = "";
     for (int knob = 0; knob < engine->knob_count; knob++) {
         if (!engine->supports(g, grp, knob, "sm_90a", NULL, 0))
             continue;
@@ -82,18 +98,20 @@ static int compile_knobs(dnnjit_graph_t g, bool all_knobs)
         assert_int_equal(k1.block[0], 384);
         assert_true(k1.shared_bytes <= 227 * 1024);
         assert_int_equal(k1.tma_count, 2);
-        char name[64];
-        int bn = 0;
+        char name[64], variant[64];
+        int bn = 0, stages = 0, skip = 0;
         engine->knob_name(knob, name, sizeof name);
-        assert_int_equal(sscanf(name, "128x%d", &bn), 1);
+        assert_int_equal(sscanf(name, "128x%dx64_s%d%n", &bn, &stages, &skip), 2);
+        /* The tile width and the variant, without the stages and the raster order. */
+        snprintf(variant, sizeof variant, "%d%s", bn, name + skip + (strncmp(name + skip, "_rn", 3) ? 0 : 3));
         /* The staged epilogue inlines dj_epilogue into its loop; the direct one calls it. */
         assert_int_equal(strstr(name, "_staged") != NULL,
                          strstr(k1.source, "#define DJ_EPILOGUE_INLINING __forceinline__") != NULL);
-        if (all_knobs || bn != last_bn) {
+        if (all_knobs || strcmp(variant, last_variant) != 0) {
             compile(&k1, NULL, NULL);
             compiled++;
         }
-        last_bn = bn;
+        snprintf(last_variant, sizeof last_variant, "%s", variant);
         dnnjit__kernel_free(&k1);
         dnnjit__kernel_free(&k2);
     }
@@ -305,8 +323,10 @@ static dnnjit_graph_t fp8_graph(dnnjit_handle_t h, dnnjit_data_type_t ta, dnnjit
 }
 
 /* fp8 in every pair of E4M3 and E5M2: K tiles of 128 elements (one 128-byte row), boxes of
- * bytes, the k32 wgmma of the two types without transpose bits, and every knob compiling
- * for the E4M3 pair (a tile width and variant each for the others). */
+ * bytes, the k32 wgmma of the two types without transpose bits, the K walk promoting its
+ * sums to float registers (so the 128x256 tiles, which have no registers for them, are
+ * refused), and every knob compiling for the E4M3 pair (a variant each for the others).
+ * HALF compute keeps wgmma's f16 sums, unpromoted, on both tile widths. */
 static void fp8_operands(void **state)
 {
     (void)state;
@@ -334,11 +354,22 @@ static void fp8_operands(void **state)
         snprintf(instruction, sizeof instruction, "k32.f32.%s.%s {", ptx[i >> 1], ptx[i & 1]);
         assert_non_null(strstr(k.source, instruction));
         assert_non_null(strstr(k.source, "p, 1, 1;"));
+        assert_non_null(strstr(k.source, "constexpr bool DJ_PROMOTE = true;"));
         dnnjit__kernel_free(&k);
+        for (knob = 0; knob < engine->knob_count; knob++) {
+            verdict_t v = verdict_of(g, &p, knob);
+            assert_true(v.refused || strncmp(v.name, "128x128", 7) == 0);
+            /* (The split-K knobs are refused first for K's three tiles.) */
+            if (strncmp(v.name, "128x256", 7) == 0 && !strstr(v.name, "_splitk")) {
+                assert_non_null(strstr(v.why, "a 128x256 tile has too few"));
+            }
+        }
         dnnjit__partition_free(&p);
         int compiled = compile_knobs(g, i == 0);
         printf("A %s, B %s: %d knobs compiled\n", ptx[i >> 1], ptx[i & 1], compiled);
-        assert_int_equal(compiled, i == 0 ? 30 : 6);
+        /* 128x128 in three stage counts, two tile orders and three variants (K's three
+         * tiles are too few to split). */
+        assert_int_equal(compiled, i == 0 ? 18 : 3);
         dnnjit_graph_destroy(g);
     }
     /* HALF compute: wgmma's f16 accumulator, a register of two halves per column pair. */
@@ -348,35 +379,29 @@ static void fp8_operands(void **state)
     dnnjit__kernel_t hk;
     TU_OK(engine->generate(half, &hp, &hp.groups[0], 0, &hk));
     assert_non_null(strstr(hk.source, "k32.f16.e4m3.e5m2 {"));
+    assert_non_null(strstr(hk.source, "constexpr bool DJ_PROMOTE = false;"));
     assert_non_null(strstr(hk.source, "using DjAcc = unsigned;"));
     dnnjit__kernel_free(&hk);
     dnnjit__partition_free(&hp);
     assert_int_equal(compile_knobs(half, false), 6);
     dnnjit_graph_destroy(half);
-    /* Mode A on sm_90a takes the engine for a big fp8 GEMM, with the 16-bit rules' pick. */
+    /* Mode A on sm_90a takes the engine for a big fp8 GEMM, with the 16-bit rules' pick
+     * among the tiles it may use: 128x128 when promoting, 128x256 with HALF compute. */
     dnnjit_handle_t h = NULL;
     TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
-    dnnjit_graph_t big = fp8_graph(h, types[0], types[0], 8192, 8192, 8192, DNNJIT_DATA_TYPE_FLOAT);
-    char *a = tu_first_plan(big, DNNJIT_HEUR_MODE_A);
-    assert_string_equal(a, "gemm_sm90_128x256x64_s4_staged");
-    dnnjit_free(a);
-    dnnjit_graph_destroy(big);
+    static const struct {
+        dnnjit_data_type_t compute;
+        const char *plan;
+    } picks[] = {{DNNJIT_DATA_TYPE_FLOAT, "gemm_sm90_128x128x64_s4_staged"},
+                 {DNNJIT_DATA_TYPE_HALF, "gemm_sm90_128x256x64_s4_staged"}};
+    for (int i = 0; i < 2; i++) {
+        dnnjit_graph_t big = fp8_graph(h, types[0], types[0], 8192, 8192, 8192, picks[i].compute);
+        char *a = tu_first_plan(big, DNNJIT_HEUR_MODE_A);
+        assert_string_equal(a, picks[i].plan);
+        dnnjit_free(a);
+        dnnjit_graph_destroy(big);
+    }
     dnnjit_handle_destroy(h);
-}
-
-/* The engine's verdict on knob `knob` for the graph's one group on sm_90a: the knob's name,
- * and whether it is refused, with why. */
-typedef struct verdict {
-    char name[64], why[200];
-    bool refused;
-} verdict_t;
-
-static verdict_t verdict_of(dnnjit_graph_t g, const dnnjit__partition_t *p, int knob)
-{
-    verdict_t v = {.why = ""};
-    engine->knob_name(knob, v.name, sizeof v.name);
-    v.refused = !engine->supports(g, &p->groups[0], knob, "sm_90a", v.why, sizeof v.why);
-    return v;
 }
 
 /* The line pitch of a staged copy: `inner` elements rounded up to 128 bytes. */
@@ -427,8 +452,8 @@ static void staged_operands(void **state)
                     assert_non_null(strstr(v.why, "not combined with clusters"));
                 else if (strstr(name, "_splitk"))
                     assert_non_null(strstr(v.why, "split-K"));
-                else
-                    assert_non_null(strstr(name, "128x256x64_s5")); /* shared memory */
+                else if (strstr(name, "128x256x64_s5") == NULL) /* shared memory */
+                    assert_true(cases[i].esize == 1 && strstr(v.why, "a 128x256 tile has too few"));
                 continue;
             }
             assert_null(strstr(name, "_mc2"));
@@ -468,8 +493,9 @@ static void staged_operands(void **state)
             }
             dnnjit__kernel_free(&k);
         }
-        /* The direct and staged variants' 12 knobs each, less 128x256 with five stages. */
-        assert_int_equal(supported, 2 * 12 - 2 * 2);
+        /* The direct and staged variants' 12 knobs each, less 128x256 with five stages
+         * (fp8: less every 128x256 one). */
+        assert_int_equal(supported, cases[i].esize == 1 ? 2 * 6 : 2 * 12 - 2 * 2);
         assert_int_equal(compiled, 2);
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);

@@ -2,7 +2,8 @@
  * persistent, warp-specialised kernel (src/kernels/gemm_wgmma.cuh) in which a producer
  * warpgroup loads operand tiles with TMA and two consumer warpgroups multiply them with
  * wgmma. fp16 and bf16 inputs, or fp8 (E4M3 and E5M2, in any pair), with fp32
- * accumulation (fp8 also with fp16 accumulation, for HALF compute); per-tensor scales of
+ * accumulation (for fp8, each K tile's sums added to float registers, as wgmma's own
+ * accumulation keeps fewer bits; fp8 also with fp16 accumulation, for HALF compute); per-tensor scales of
  * fp8 operands are pointwise multiplications of the product, which the fused epilogue
  * applies. Each 16-bit operand is read in the order it has
  * in memory (K-major, or M/N-major through wgmma's transpose bits), so transposes cost
@@ -61,6 +62,10 @@ enum {
     CONSUMER_WARPS = 8,
     EPI_COLS = 32,
     EPI_STRIDE = EPI_COLS + 8,
+    /* The widest tile whose consumers hold both wgmma's accumulators and the promoted float
+     * sums (64 + 64 registers a thread at 128 columns; 256 columns would need 256, more than
+     * setmaxnreg's 232 a consumer). */
+    PROMOTE_MAX_BN = 128,
 };
 
 /* Opt-in shared memory per block on sm_90. */
@@ -109,6 +114,10 @@ typedef struct problem {
     int64_t m, n, k, batch;
     int esize;  /* bytes per element of A and B: 2, or 1 for fp8 */
     bool acc16; /* fp8 operands accumulated in halves (HALF compute), wgmma's f16 accumulator */
+    /* fp8 operands accumulated in floats: each K tile's wgmma sums are added to float
+     * registers (gemm_wgmma.cuh's DJ_PROMOTE), which wgmma's own accumulation over the
+     * whole K would leave short of a float's precision. */
+    bool promote;
     operand_t a, b;
     /* The scratch, bytes in all or 0: the grid barrier's counter (staging), split-K's
      * arrival counters (one per tile, from byte `counters`) and partial tiles (from byte
@@ -268,6 +277,7 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
         return false;
     }
     p->acc16 = compute == DNNJIT_DATA_TYPE_HALF;
+    p->promote = fp8 && !p->acc16;
     p->mm = mm;
     p->c = c;
     p->m = c->dim[c->ndim - 2];
@@ -433,6 +443,9 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     } else if (staging(&p) && kn.cluster > 1)
         snprintf(reason, sizeof reason, "%s's strides are not ones TMA takes, and the copy the kernel makes of it is "
                  "not combined with clusters", p.a.staged ? "A" : "B");
+    else if (p.promote && kn.bn > PROMOTE_MAX_BN)
+        snprintf(reason, sizeof reason, "fp8 with FLOAT compute keeps a second accumulator in float registers, for "
+                 "which a %dx%d tile has too few", TILE_M, kn.bn);
     else if (smem_bytes(&kn) > SMEM_LIMIT)
         snprintf(reason, sizeof reason, "the tile needs %lld bytes of shared memory, more than sm_90a has",
                  (long long)smem_bytes(&kn));
@@ -646,7 +659,8 @@ static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *
 }
 
 /* DjAcc, DJ_ACC_REGS and dj_wgmma: one m64n<bn>k<32 bytes> wgmma on shared-memory
- * descriptors, accumulating (scale-d 1) into the thread's bn/2 floats, or with fp16
+ * descriptors, adding to the sums in d (scale-d 1) when `accumulate` and overwriting them
+ * otherwise (a promoted K tile's first), into the thread's bn/2 floats, or with fp16
  * accumulation bn/4 registers of two halves; for 16-bit operands the transpose bits select
  * M- or N-major ones (fp8 ones are K-major, and the instruction has no such bits). */
 static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
@@ -654,7 +668,7 @@ static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
     int acc = p->acc16 ? bn / 4 : bn / 2;
     dnnjit__sb_printf(sb, "using DjAcc = %s;\nconstexpr int DJ_ACC_REGS = %d;\n", p->acc16 ? "unsigned" : "float", acc);
     dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma(DjAcc (&d)[DJ_ACC_REGS], dj_u64 desc_a, "
-                          "dj_u64 desc_b)\n{\n    asm volatile(\"{\\n.reg .pred p;\\n\"\n");
+                          "dj_u64 desc_b, int accumulate)\n{\n    asm volatile(\"{\\n.reg .pred p;\\n\"\n");
     dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\n\"\n", acc + 2);
     dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", bn, 32 / p->esize,
                       p->acc16 ? "f16" : "f32", wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
@@ -668,7 +682,7 @@ static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
     for (int i = 0; i < acc; i++)
         dnnjit__sb_printf(sb, "%s\"+%s\"(d[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "",
                           p->acc16 ? "r" : "f", i);
-    dnnjit__sb_append(sb, "\n                 : \"l\"(desc_a), \"l\"(desc_b), \"r\"(1));\n}\n");
+    dnnjit__sb_append(sb, "\n                 : \"l\"(desc_a), \"l\"(desc_b), \"r\"(accumulate));\n}\n");
 }
 
 static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t *part, const dnnjit__group_t *grp,
@@ -702,7 +716,8 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr bool DJ_A_KMAJOR = %s, DJ_B_KMAJOR = %s;\n", p.a.kmajor ? "true" : "false",
                       p.b.kmajor ? "true" : "false");
     dnnjit__sb_printf(&sb, "constexpr int DJ_A_RANK = %d, DJ_B_RANK = %d;\n", 2 + p.a.batch_axes, 2 + p.b.batch_axes);
-    dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\n", kn.bn / 2);
+    dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\nconstexpr bool DJ_PROMOTE = %s;\n", kn.bn / 2,
+                      p.promote ? "true" : "false");
     emit_batch_coords(&sb, "a", &p.a);
     emit_batch_coords(&sb, "b", &p.b);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_STAGING = %s;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n",
