@@ -498,9 +498,10 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
 /* A tie-breaker below the stage counts', from the H200 (bfdb6ca, 4096^3 bf16): the staged
  * epilogue first (178 us against cuBLAS's 182; its code needs no call per column pair and no
  * stack copy of the arguments, and its stores cover 64-byte row pieces), then the direct one
- * (196 us), and the clusters sharing B last: they measured 278 us there and 0.64-0.80x of
- * cuBLAS across the 2048^3-8192^3 cubes, so the L2 traffic they save is not what limits
- * these tiles. */
+ * (196 us), and the clusters sharing B last: since their consumers' remote releases stopped
+ * fencing the whole GPU's memory they run as fast as the staged tiles alone (4096^3 bf16
+ * 207.6 us against 204.2, 8192^3 1582.6 against 1583.3, 8192^3 fp8 1053 against 1065), so
+ * the L2 traffic they save is not what limits these tiles. */
 static double variant_rank(const knob_t *kn)
 {
     return kn->cluster == 2 ? 0.02 : kn->staged ? 0.0 : 0.01;

@@ -234,6 +234,19 @@ __device__ __forceinline__ void dj_mbar_arrive_cluster(unsigned bar, unsigned ra
                  : "memory");
 }
 
+// The same arrival ordering only this thread's earlier accesses to its own CTA: for a
+// release that follows nothing another CTA must see, such as the end of reads already
+// complete (a stage of shared memory that the wgmma reading it has finished with). The
+// cluster-wide release costs a fence of the whole GPU's memory (MEMBAR.ALL.GPU): each
+// consumer warp's release of every stage took about half of the clustered GEMM's time.
+__device__ __forceinline__ void dj_mbar_arrive_remote(unsigned bar, unsigned rank)
+{
+    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+
 // Waits until the phase of parity `parity` of this CTA's barrier `bar` has completed, and
 // sees what the arriving threads of the cluster stored before they arrived.
 __device__ __forceinline__ void dj_mbar_wait_cluster(unsigned bar, unsigned parity)

@@ -243,7 +243,7 @@ __device__ __forceinline__ void dj_release(unsigned empty, unsigned rank)
 {
     dj_mbar_arrive(empty);
     if constexpr (DJ_CLUSTER == 2)
-        dj_mbar_arrive_cluster(empty, rank ^ 1u);
+        dj_mbar_arrive_remote(empty, rank ^ 1u);
 }
 
 // ---- staging ------------------------------------------------------------------------
