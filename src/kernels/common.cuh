@@ -234,9 +234,9 @@ __device__ __forceinline__ void dj_mbar_arrive_cluster(unsigned bar, unsigned ra
                  : "memory");
 }
 
-// The same arrival ordering only this thread's earlier accesses to its own CTA: for a
-// release that follows nothing another CTA must see, such as the end of reads already
-// complete (a stage of shared memory that the wgmma reading it has finished with). The
+// The same arrival, ordering only this thread's earlier accesses within its own CTA: for a
+// release after nothing another CTA must see, such as reads already complete (a stage of
+// shared memory that the wgmma reading it has finished with). The
 // cluster-wide release costs a fence of the whole GPU's memory (MEMBAR.ALL.GPU): each
 // consumer warp's release of every stage took about half of the clustered GEMM's time.
 __device__ __forceinline__ void dj_mbar_arrive_remote(unsigned bar, unsigned rank)
