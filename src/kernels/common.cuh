@@ -224,13 +224,20 @@ __device__ __forceinline__ void dj_mbar_init(unsigned bar, unsigned count)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 
+// The address in the shared window of the cluster of what lies at shared address `local`
+// of this CTA in the shared memory of the cluster's CTA `rank`.
+__device__ __forceinline__ unsigned dj_cluster_addr(unsigned local, unsigned rank)
+{
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+    return remote;
+}
+
 // An arrival on the barrier at the same offset as `bar` in the shared memory of the
 // cluster's CTA `rank`, after this thread's earlier stores (to any CTA of the cluster).
 __device__ __forceinline__ void dj_mbar_arrive_cluster(unsigned bar, unsigned rank)
 {
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
-                 "r"(rank)
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(dj_cluster_addr(bar, rank))
                  : "memory");
 }
 
@@ -241,10 +248,7 @@ __device__ __forceinline__ void dj_mbar_arrive_cluster(unsigned bar, unsigned ra
 // consumer warp's release of every stage took about half of the clustered GEMM's time.
 __device__ __forceinline__ void dj_mbar_arrive_remote(unsigned bar, unsigned rank)
 {
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
-                 "r"(rank)
-                 : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(dj_cluster_addr(bar, rank)) : "memory");
 }
 
 // Waits until the phase of parity `parity` of this CTA's barrier `bar` has completed, and
@@ -279,10 +283,7 @@ __device__ __forceinline__ unsigned dj_cluster_rank()
 // CTA `rank`.
 __device__ __forceinline__ void dj_store_cluster(unsigned local, unsigned rank, unsigned v)
 {
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "st.shared::cluster.b32 [remote], %2;\n}\n" ::"r"(local),
-                 "r"(rank), "r"(v)
-                 : "memory");
+    asm volatile("st.shared::cluster.b32 [%0], %1;\n" ::"r"(dj_cluster_addr(local, rank)), "r"(v) : "memory");
 }
 
 // ---- launch arguments --------------------------------------------------------------
