@@ -135,9 +135,10 @@ static void every_knob_compiles(void **state)
             int compiled = compile_knobs(g, mixed);
             printf("%s, A %s-major, B %s-major: %d knobs compiled\n", dnnjit_data_type_name(types[t]),
                    s.a_col ? "M" : "K", s.b_col ? "K" : "N", compiled);
-            /* 128x128 with 3, 4 and 5 stages and 128x256 with 3 and 4, each in both tile
-             * orders and in the three variants; or one of each tile width and variant. */
-            assert_int_equal(compiled, mixed ? 30 : 6);
+            /* 128x128 and 128x192 with 3, 4 and 5 stages and 128x256 with 3 and 4, each in
+             * both tile orders and in the three variants; or one of each tile width and
+             * variant. */
+            assert_int_equal(compiled, mixed ? 48 : 9);
             dnnjit_graph_destroy(g);
         }
 }
@@ -228,7 +229,8 @@ static void cluster_knobs(void **state)
         clustered += cluster;
         dnnjit__kernel_free(&k);
     }
-    assert_int_equal(clustered, 10);
+    /* Three stage counts of 128x128 and 128x192 and two of 128x256, in two tile orders. */
+    assert_int_equal(clustered, 16);
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
 }
@@ -325,7 +327,8 @@ static dnnjit_graph_t fp8_graph(dnnjit_handle_t h, dnnjit_data_type_t ta, dnnjit
 /* fp8 in every pair of E4M3 and E5M2: K tiles of 128 elements (one 128-byte row), boxes of
  * bytes, the k32 wgmma of the two types without transpose bits, the K walk promoting its
  * sums to float registers (so the 128x256 tiles, which have no registers for them, are
- * refused), and every knob compiling for the E4M3 pair (a variant each for the others).
+ * refused), and every knob compiling for the E4M3 pair (a tile width and variant each for
+ * the others).
  * HALF compute keeps wgmma's f16 sums, unpromoted, on both tile widths. */
 static void fp8_operands(void **state)
 {
@@ -358,7 +361,7 @@ static void fp8_operands(void **state)
         dnnjit__kernel_free(&k);
         for (knob = 0; knob < engine->knob_count; knob++) {
             verdict_t v = verdict_of(g, &p, knob);
-            assert_true(v.refused || strncmp(v.name, "128x128", 7) == 0);
+            assert_true(v.refused || strncmp(v.name, "128x128", 7) == 0 || strncmp(v.name, "128x192", 7) == 0);
             /* (The split-K knobs are refused first for K's three tiles.) */
             if (strncmp(v.name, "128x256", 7) == 0 && !strstr(v.name, "_splitk")) {
                 assert_non_null(strstr(v.why, "a 128x256 tile has too few"));
@@ -367,9 +370,9 @@ static void fp8_operands(void **state)
         dnnjit__partition_free(&p);
         int compiled = compile_knobs(g, i == 0);
         printf("A %s, B %s: %d knobs compiled\n", ptx[i >> 1], ptx[i & 1], compiled);
-        /* 128x128 in three stage counts, two tile orders and three variants (K's three
-         * tiles are too few to split). */
-        assert_int_equal(compiled, i == 0 ? 18 : 3);
+        /* 128x128 and 128x192 in three stage counts, two tile orders and three variants
+         * (K's three tiles are too few to split). */
+        assert_int_equal(compiled, i == 0 ? 36 : 6);
         dnnjit_graph_destroy(g);
     }
     /* HALF compute: wgmma's f16 accumulator, a register of two halves per column pair. */
@@ -383,16 +386,16 @@ static void fp8_operands(void **state)
     assert_non_null(strstr(hk.source, "using DjAcc = unsigned;"));
     dnnjit__kernel_free(&hk);
     dnnjit__partition_free(&hp);
-    assert_int_equal(compile_knobs(half, false), 6);
+    assert_int_equal(compile_knobs(half, false), 9);
     dnnjit_graph_destroy(half);
     /* Mode A on sm_90a takes the engine for a big fp8 GEMM, with the 16-bit rules' pick
-     * among the tiles it may use: 128x128 when promoting, 128x256 with HALF compute. */
+     * among the tiles it may use: 128x192 when promoting, 128x256 with HALF compute. */
     dnnjit_handle_t h = NULL;
     TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
     static const struct {
         dnnjit_data_type_t compute;
         const char *plan;
-    } picks[] = {{DNNJIT_DATA_TYPE_FLOAT, "gemm_sm90_128x128x64_s4_staged"},
+    } picks[] = {{DNNJIT_DATA_TYPE_FLOAT, "gemm_sm90_128x192x64_s4_staged"},
                  {DNNJIT_DATA_TYPE_HALF, "gemm_sm90_128x256x64_s4_staged"}};
     for (int i = 0; i < 2; i++) {
         dnnjit_graph_t big = fp8_graph(h, types[0], types[0], 8192, 8192, 8192, picks[i].compute);
@@ -493,9 +496,9 @@ static void staged_operands(void **state)
             }
             dnnjit__kernel_free(&k);
         }
-        /* The direct and staged variants' 12 knobs each, less 128x256 with five stages
+        /* The direct and staged variants' 18 knobs each, less 128x256 with five stages
          * (fp8: less every 128x256 one). */
-        assert_int_equal(supported, cases[i].esize == 1 ? 2 * 6 : 2 * 12 - 2 * 2);
+        assert_int_equal(supported, cases[i].esize == 1 ? 2 * 12 : 2 * 18 - 2 * 2);
         assert_int_equal(compiled, 2);
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);
@@ -512,10 +515,10 @@ static void split_knobs(void **state)
     (void)state;
     struct {
         shape_t shape;
-        int64_t tiles_128, a_lines; /* 128x128 tiles; A's staged lines (0: not staged) */
+        int64_t a_lines; /* A's staged lines (0: not staged) */
     } cases[] = {
-        {{128, 4096, 4096, 1, false, true, false, 0}, 32, 0},
-        {{100, 200, 4099, 1, false, false, false, 0}, 2, 100},
+        {{128, 4096, 4096, 1, false, true, false, 0}, 0},
+        {{100, 200, 4099, 1, false, false, false, 0}, 100},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, cases[i].shape);
@@ -534,8 +537,8 @@ static void split_knobs(void **state)
                 continue;
             }
             supported++;
-            bool wide = strstr(name, "128x256") != NULL;
-            int64_t tiles = wide ? cases[i].tiles_128 / 2 : cases[i].tiles_128, bn = wide ? 256 : 128;
+            int64_t bn = atoi(name + 4), m = cases[i].shape.m, n = cases[i].shape.n;
+            int64_t tiles = (m + 127) / 128 * ((n + bn - 1) / bn);
             dnnjit__kernel_t k;
             TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
             char expect[64];
@@ -563,8 +566,8 @@ static void split_knobs(void **state)
             }
             dnnjit__kernel_free(&k);
         }
-        /* Three split counts of the staged variant's 12 knobs, less 128x256 with five stages. */
-        assert_int_equal(supported, 3 * (12 - 2));
+        /* Three split counts of the staged variant's 18 knobs, less 128x256 with five stages. */
+        assert_int_equal(supported, 3 * (18 - 2));
         assert_int_equal(compiled, 3);
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);

@@ -26,15 +26,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int TILE_N[] = {128, 256};
+/* The tile widths, in families: each family's knobs follow the last family's, so that a
+ * width added later (192, for fp8 with float accumulation) leaves the knob numbers of
+ * serialized plans and remembered autotune choices as they were. */
+static const int TILE_N[] = {128, 256, 192};
+static const int FAMILY_WIDTHS[] = {2, 1};
 static const int STAGES[] = {3, 4, 5};
 
 enum {
-    TILE_COUNT = sizeof TILE_N / sizeof TILE_N[0],
+    WIDTH_COUNT = sizeof TILE_N / sizeof TILE_N[0],
+    FAMILY_COUNT = sizeof FAMILY_WIDTHS / sizeof FAMILY_WIDTHS[0],
     STAGE_COUNT = sizeof STAGES / sizeof STAGES[0],
-    /* The knobs of one variant; the variants follow each other (the staged ones after the
-     * direct, so that the knob numbers of serialized plans keep their meaning). */
-    DIRECT_KNOBS = TILE_COUNT * STAGE_COUNT * 2,
+    /* Within a family, the knobs of one variant per width: stage counts, each with the two
+     * raster orders. Then the variants follow each other (the staged ones after the
+     * direct, for the same reason as the families). */
+    WIDTH_KNOBS = STAGE_COUNT * 2,
     VARIANT_DIRECT = 0,
     VARIANT_STAGED = 1,
     VARIANT_CLUSTER = 2,
@@ -63,9 +69,9 @@ enum {
     EPI_COLS = 32,
     EPI_STRIDE = EPI_COLS + 8,
     /* The widest tile whose consumers hold both wgmma's accumulators and the promoted float
-     * sums (64 + 64 registers a thread at 128 columns; 256 columns would need 256, more than
+     * sums (96 + 96 registers a thread at 192 columns; 256 columns would need 256, more than
      * setmaxnreg's 232 a consumer). */
-    PROMOTE_MAX_BN = 128,
+    PROMOTE_MAX_BN = 192,
 };
 
 /* Opt-in shared memory per block on sm_90. */
@@ -81,8 +87,14 @@ typedef struct knob {
 
 static knob_t decode(int knob)
 {
-    int direct = knob % DIRECT_KNOBS, variant = knob / DIRECT_KNOBS;
-    return (knob_t){TILE_N[direct / 2 / STAGE_COUNT], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
+    int first_width = 0, family = 0;
+    while (family + 1 < FAMILY_COUNT && knob >= FAMILY_WIDTHS[family] * WIDTH_KNOBS * VARIANT_COUNT) {
+        knob -= FAMILY_WIDTHS[family] * WIDTH_KNOBS * VARIANT_COUNT;
+        first_width += FAMILY_WIDTHS[family++];
+    }
+    int direct_knobs = FAMILY_WIDTHS[family] * WIDTH_KNOBS;
+    int direct = knob % direct_knobs, variant = knob / direct_knobs;
+    return (knob_t){TILE_N[first_width + direct / WIDTH_KNOBS], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
                     variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1,
                     variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1};
 }
@@ -466,6 +478,13 @@ static void sm90_knob_name(int knob, char *buf, size_t size)
              kn.staged ? "_staged" : "", kn.cluster == 2 ? "_mc2" : "", split);
 }
 
+/* How much narrower than the widest the tile is: 0 at 256 columns, 0.5 at 192, 1 at 128.
+ * A narrower tile reloads its operands more often for the same work. */
+static double narrowness(const knob_t *kn)
+{
+    return (256.0 - kn->bn) / 128.0;
+}
+
 /* The share of the persistent grid's tile slots (one per SM per round) that hold a tile of
  * the matrix: a cluster's tile past M takes a slot and does nothing useful (at M = 1 the
  * clustered plans run twice the CTAs of the others on the same work). */
@@ -521,7 +540,7 @@ static double split_time(const problem_t *p, const knob_t *kn)
 }
 
 /* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
- * tenth less than 128x256, which reloads its operands more often) and twice that on fp8,
+ * tenth less than 128x256, 128x192 a twentieth) and twice that on fp8,
  * whose instruction is twice as deep in K for the same cycles; the launch, barrier setup
  * and the pipeline's fill cost a few microseconds more than the sm_80 kernel's. */
 static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
@@ -531,7 +550,7 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &kn, &p, why, sizeof why))
         return 1e30;
-    double rate = 6.0e6 * (kn.bn == 256 ? 1.0 : 0.9) * (2 / p.esize);
+    double rate = 6.0e6 * (1.0 - 0.1 * narrowness(&kn)) * (2 / p.esize);
     int64_t work = work_items(&p, &kn);
     double rounds = (double)((work + SM_COUNT - 1) / SM_COUNT);
     double k_padded = (double)((p.k + tile_k(&p) - 1) / tile_k(&p) * tile_k(&p));
@@ -567,10 +586,12 @@ static double stream_time(const problem_t *p, const knob_t *kn)
 }
 
 /* Mode A's rule within the engine: the tile whose rounds over the SMs waste the least and
- * that pads the matrix least, where the narrow tile counts as ten points of wave
+ * that pads the matrix least, where the 128-wide tile counts as ten points of wave
  * efficiency lost (it reloads its operands twice as often: on the H200 at 4096^3 bf16
  * 128x128 took 213 us against 128x256's 175, and at 8x4096^3 with bias and relu 1745 against
- * 1514, though its 63 rounds were fuller than 128x256's 32), then the stage count that
+ * 1514, though its 63 rounds were fuller than 128x256's 32) and the 192-wide one as five
+ * (at 8192^3 bf16 1624 us against 1573 on 128x256 and 1794 on 128x128; promoted fp8, which
+ * cannot take 256 columns, 957 against 1043 on 128x128), then the stage count that
  * measured fastest, then the tile order grouped along M, then the variant.
  * With 64 rows or fewer (a linear layer on a few tokens) the tiles only stream B, and the
  * rule is the time of that instead (stream_time). */
@@ -585,7 +606,7 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     if (streams_b(&p))
         return stream_time(&p, &kn) + split_time(&p, &kn) + ranks;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
-    return (1.0 - wave_efficiency(&p, &kn)) * 100.0 + waste * 50.0 + (kn.bn == 256 ? 0 : 10) +
+    return (1.0 - wave_efficiency(&p, &kn)) * 100.0 + waste * 50.0 + 10.0 * narrowness(&kn) +
            5.0 * split_time(&p, &kn) + ranks;
 }
 
@@ -757,7 +778,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
 
 const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
     .name = "gemm_sm90",
-    .knob_count = DIRECT_KNOBS * VARIANT_COUNT,
+    .knob_count = WIDTH_COUNT * WIDTH_KNOBS * VARIANT_COUNT,
     .supports = sm90_supports,
     .knob_name = sm90_knob_name,
     .cost = sm90_cost,

@@ -453,7 +453,7 @@ template <bool KMAJOR, int ROWS, dj_i64 EXTENT> __device__ __forceinline__ int d
 // Loads this CTA's share of B's tile (rows r0.., DJ_BN of them, by K tile k0) into `dst` of
 // both CTAs of the cluster: K-major, the half of the rows at rank * DJ_BN / 2, one box, when
 // it starts inside the matrix (`halves` of them do); MN-major, the rank's half of the 64-row
-// chunks, of those below `chunks`. Boxes wholly past the matrix are neither loaded nor
+// chunks (the first rank's two of a 192-row tile's three), of those below `chunks`. Boxes wholly past the matrix are neither loaded nor
 // counted, like the MN-major chunks of dj_chunks.
 template <bool KMAJOR, int RANK>
 __device__ __forceinline__ void dj_load_b_multicast(unsigned dst, const DjTensorMap *map, unsigned bar, int r0, int k0,
@@ -467,7 +467,7 @@ __device__ __forceinline__ void dj_load_b_multicast(unsigned dst, const DjTensor
             dj_tma_load_multicast<RANK>(dst + rank * (DJ_BN / 2) * 128, map, bar, c, 3);
         }
     } else {
-        constexpr int per_rank = DJ_BN / 128;
+        constexpr int per_rank = (DJ_BN / 64 + 1) / 2;
         for (int chunk = (int)rank * per_rank; chunk < ((int)rank + 1) * per_rank && chunk < pieces; chunk++) {
             c[0] = r0 + chunk * 64;
             c[1] = k0;
