@@ -329,7 +329,7 @@ static dnnjit_graph_t fp8_graph(dnnjit_handle_t h, dnnjit_data_type_t ta, dnnjit
  * sums to float registers (so the 128x256 tiles, which have no registers for them, are
  * refused), and every knob compiling for the E4M3 pair (a tile width and variant each for
  * the others).
- * HALF compute keeps wgmma's f16 sums, unpromoted, on both tile widths. */
+ * HALF compute keeps wgmma's f16 sums, unpromoted, on every tile width. */
 static void fp8_operands(void **state)
 {
     (void)state;
