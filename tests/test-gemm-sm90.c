@@ -389,13 +389,14 @@ static void fp8_operands(void **state)
     assert_int_equal(compile_knobs(half, false), 9);
     dnnjit_graph_destroy(half);
     /* Mode A on sm_90a takes the engine for a big fp8 GEMM, with the 16-bit rules' pick
-     * among the tiles it may use: 128x192 when promoting, 128x256 with HALF compute. */
+     * among the tiles it may use: 128x192 (clustered) when promoting, 128x256 with HALF
+     * compute. */
     dnnjit_handle_t h = NULL;
     TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
     static const struct {
         dnnjit_data_type_t compute;
         const char *plan;
-    } picks[] = {{DNNJIT_DATA_TYPE_FLOAT, "gemm_sm90_128x192x64_s4_staged"},
+    } picks[] = {{DNNJIT_DATA_TYPE_FLOAT, "gemm_sm90_128x192x64_s4_staged_mc2"},
                  {DNNJIT_DATA_TYPE_HALF, "gemm_sm90_128x256x64_s4_staged"}};
     for (int i = 0; i < 2; i++) {
         dnnjit_graph_t big = fp8_graph(h, types[0], types[0], 8192, 8192, 8192, picks[i].compute);
