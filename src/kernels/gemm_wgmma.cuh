@@ -453,8 +453,9 @@ template <bool KMAJOR, int ROWS, dj_i64 EXTENT> __device__ __forceinline__ int d
 // Loads this CTA's share of B's tile (rows r0.., DJ_BN of them, by K tile k0) into `dst` of
 // both CTAs of the cluster: K-major, the half of the rows at rank * DJ_BN / 2, one box, when
 // it starts inside the matrix (`halves` of them do); MN-major, the rank's half of the 64-row
-// chunks (the first rank's two of a 192-row tile's three), of those below `chunks`. Boxes wholly past the matrix are neither loaded nor
-// counted, like the MN-major chunks of dj_chunks.
+// chunks (the first rank's two of a 192-row tile's three), of those below `chunks`. Boxes
+// wholly past the matrix are neither loaded nor counted, like the MN-major chunks of
+// dj_chunks.
 template <bool KMAJOR, int RANK>
 __device__ __forceinline__ void dj_load_b_multicast(unsigned dst, const DjTensorMap *map, unsigned bar, int r0, int k0,
                                                     int pieces, const int (&batch)[3], unsigned rank)
