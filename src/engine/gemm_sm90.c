@@ -3,12 +3,13 @@
  * warpgroup loads operand tiles with TMA and two consumer warpgroups multiply them with
  * wgmma. fp16 and bf16 inputs, or fp8 (E4M3 and E5M2, in any pair), with fp32
  * accumulation (for fp8, each K tile's sums added to float registers, as wgmma's own
- * accumulation keeps fewer bits; fp8 also with fp16 accumulation, for HALF compute); per-tensor scales of
- * fp8 operands are pointwise multiplications of the product, which the fused epilogue
- * applies. Each 16-bit operand is read in the order it has
- * in memory (K-major, or M/N-major through wgmma's transpose bits), so transposes cost
- * nothing; wgmma reads fp8 operands K-major only; sizes and the batch layout are compiled in, the buffers' addresses reach the
- * kernel in tensor maps that execute encodes (dnnjit__kernel_t.tma). TMA needs a contiguous
+ * accumulation keeps fewer bits; fp8 also with fp16 accumulation, for HALF compute);
+ * per-tensor scales of fp8 operands are pointwise multiplications of the product, which
+ * the fused epilogue applies. Each 16-bit operand is read in the order it has in memory
+ * (K-major, or M/N-major through wgmma's transpose bits), so transposes cost nothing;
+ * wgmma reads fp8 operands K-major only. Sizes and the batch layout are compiled in; the
+ * buffers' addresses reach the kernel in tensor maps that execute encodes
+ * (dnnjit__kernel_t.tma). TMA needs a contiguous
  * inner axis and 16-byte strides; the sm_80 engine takes the other layouts. Knobs: CTA tile,
  * pipeline stages, the axis along which the tile order is grouped, and a variant: the
  * epilogue straight from the accumulator registers, or staged through shared memory so that
