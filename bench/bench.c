@@ -37,6 +37,10 @@
  *                            contain it run, and the first cases are left out; with
  *                            DNNJIT_BENCH_PLANS=FRAGMENT[,FRAGMENT...] only the plans whose
  *                            names contain one of them are timed, and the first (mode A's)
+ *   dnnjit-bench sweep-compile ARCH [FILTER]
+ *                            no GPU needed: builds for ARCH every plan --sweep-all-plans
+ *                            would time, leaving the kernels in the disk cache for a GPU
+ *                            run of the same build to find
  *   dnnjit-bench rows [--all-plans] [FILTER]
  *                            row ops (softmax, layer norm, RMS norm, add + RMS norm and the
  *                            backwards) on the issue-6 shapes: device time of the plan mode A
@@ -577,10 +581,11 @@ static void bench_gemm_all_plans(dnnjit_handle_t h, const gemm_case_t *c)
  * cases whose names contain `filter` (all when NULL). */
 enum { SWEEP_CASES = 6 + 12 + 2 };
 
-static void gemm_sweep(dnnjit_handle_t h, bool all_plans, const char *filter)
+typedef char sweep_name_t[96]; /* room for three 20-digit sizes */
+
+/* Fills `cases` (named in `names`) with the sweep's cases; returns their count. */
+static int sweep_cases(sweep_name_t names[SWEEP_CASES], gemm_case_t cases[SWEEP_CASES])
 {
-    char names[SWEEP_CASES][96]; /* room for three 20-digit sizes */
-    gemm_case_t cases[SWEEP_CASES];
     int count = 0;
     static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_HALF};
     for (int t = 0; t < 2; t++)
@@ -607,6 +612,14 @@ static void gemm_sweep(dnnjit_handle_t h, bool all_plans, const char *filter)
                                      false, false, 0};
         count++;
     }
+    return count;
+}
+
+static void gemm_sweep(dnnjit_handle_t h, bool all_plans, const char *filter)
+{
+    sweep_name_t names[SWEEP_CASES];
+    gemm_case_t cases[SWEEP_CASES];
+    int count = sweep_cases(names, cases);
     for (int i = 0; i < count; i++) {
         if (filter && !strstr(cases[i].name, filter))
             continue;
@@ -997,10 +1010,53 @@ static int host_builds(const char *arch)
     return 0;
 }
 
+/* Without a GPU: builds for `arch` every plan `gemm --sweep-all-plans [filter]` would time
+ * (the same graphs, plan lists and DNNJIT_BENCH_PLANS selection), so that their kernels
+ * lie in the disk cache, where a GPU run of the same dnnjit build and NVRTC version finds
+ * them instead of compiling (1818 NVRTC compiles for the whole sweep). */
+static int sweep_compile(const char *arch, const char *filter)
+{
+    dnnjit_handle_t h;
+    CHECK(dnnjit_handle_create_for_arch(arch, &h));
+    sweep_name_t names[SWEEP_CASES];
+    gemm_case_t cases[SWEEP_CASES];
+    int count = sweep_cases(names, cases);
+    for (int i = 0; i < count; i++) {
+        if (filter && !strstr(cases[i].name, filter))
+            continue;
+        dnnjit_tensor_t io[4];
+        dnnjit_graph_t g = gemm_graph(h, &cases[i], io);
+        dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
+        CHECK(dnnjit_graph_create_execution_plans(g, modes, 2));
+        int64_t plans, built = 0;
+        CHECK(dnnjit_graph_get_plan_count(g, &plans));
+        double t0 = now_us();
+        for (int64_t p = 0; p < plans; p++) {
+            char *name = NULL;
+            CHECK(dnnjit_graph_get_plan_name(g, p, &name));
+            if (tensor_core_engine(name) >= 0 && (p == 0 || plan_selected(name))) {
+                if (dnnjit_graph_build_plan_at_index(g, p) == DNNJIT_STATUS_SUCCESS)
+                    built++;
+                else
+                    fprintf(stderr, "dnnjit-bench: %s@%s: %s\n", cases[i].name, name, dnnjit_last_error());
+            }
+            dnnjit_free(name);
+        }
+        printf("{\"case\": \"%s\", \"arch\": \"%s\", \"plans_built\": %lld, \"ms\": %.0f}\n", cases[i].name, arch,
+               (long long)built, (now_us() - t0) / 1e3);
+        fflush(stdout);
+        dnnjit_graph_destroy(g);
+    }
+    dnnjit_handle_destroy(h);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 2 && strcmp(argv[1], "build-host") == 0)
         return host_builds(argv[2]);
+    if (argc > 2 && strcmp(argv[1], "sweep-compile") == 0)
+        return sweep_compile(argv[2], argc > 3 ? argv[3] : NULL);
     bool build_only = argc > 1 && strcmp(argv[1], "build-only") == 0;
     bool gemm_only = argc > 1 && strcmp(argv[1], "gemm") == 0;
     dnnjit_handle_t h;
