@@ -345,6 +345,21 @@ static bool plan_selected(const char *name)
     return false;
 }
 
+/* Whether the plan at `index` of a list is one the GEMM benchmarks build and time: the
+ * first (mode A's) always, the others of a tensor-core engine that DNNJIT_BENCH_PLANS
+ * selects. */
+static bool plan_timed(const char *name, int64_t index)
+{
+    return tensor_core_engine(name) >= 0 && (index == 0 || plan_selected(name));
+}
+
+/* The plan list the GEMM benchmarks time: modes A and B together. */
+static void list_plans_a_b(dnnjit_graph_t g)
+{
+    dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
+    CHECK(dnnjit_graph_create_execution_plans(g, modes, 2));
+}
+
 /* Builds and times every tensor-core plan of g's list (*count plans, all of them listed). A
  * plan that fails to build gets an error line (`case@plan` and the library's message) and
  * the rest go on: each plan is an NVRTC compile of its own. Every plan is built before any
@@ -362,7 +377,7 @@ static plan_time_t *gemm_time_plans(dnnjit_graph_t g, const gemm_case_t *c, cons
         CHECK(dnnjit_graph_get_plan_name(g, p, &t->name));
         t->us = -1;
         t->built = false;
-        if (tensor_core_engine(t->name) < 0 || (p > 0 && !plan_selected(t->name)))
+        if (!plan_timed(t->name, p))
             continue;
         double t0 = now_us();
         dnnjit_status_t s = dnnjit_graph_build_plan_at_index(g, p);
@@ -469,8 +484,7 @@ static gemm_run_t gemm_run_start(dnnjit_handle_t h, const gemm_case_t *c)
     r.g = gemm_graph(h, c, io);
     r.pick_a = gemm_pick(r.g, DNNJIT_HEUR_MODE_A);
     r.pick_b = gemm_pick(r.g, DNNJIT_HEUR_MODE_B);
-    dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
-    CHECK(dnnjit_graph_create_execution_plans(r.g, modes, 2));
+    list_plans_a_b(r.g);
     r.count = gemm_buffers(r.g, c, io, r.buf, r.pack);
     return r;
 }
@@ -583,8 +597,9 @@ enum { SWEEP_CASES = 6 + 12 + 2 };
 
 typedef char sweep_name_t[96]; /* room for three 20-digit sizes */
 
-/* Fills `cases` (named in `names`) with the sweep's cases; returns their count. */
-static int sweep_cases(sweep_name_t names[SWEEP_CASES], gemm_case_t cases[SWEEP_CASES])
+/* Fills `cases` (named in `names`) with the sweep's cases whose names contain `filter` (all
+ * when NULL); returns their count. */
+static int sweep_cases(const char *filter, sweep_name_t names[SWEEP_CASES], gemm_case_t cases[SWEEP_CASES])
 {
     int count = 0;
     static const dnnjit_data_type_t types[] = {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_HALF};
@@ -612,17 +627,19 @@ static int sweep_cases(sweep_name_t names[SWEEP_CASES], gemm_case_t cases[SWEEP_
                                      false, false, 0};
         count++;
     }
-    return count;
+    int kept = 0;
+    for (int i = 0; i < count; i++)
+        if (!filter || strstr(cases[i].name, filter))
+            cases[kept++] = cases[i];
+    return kept;
 }
 
 static void gemm_sweep(dnnjit_handle_t h, bool all_plans, const char *filter)
 {
     sweep_name_t names[SWEEP_CASES];
     gemm_case_t cases[SWEEP_CASES];
-    int count = sweep_cases(names, cases);
+    int count = sweep_cases(filter, names, cases);
     for (int i = 0; i < count; i++) {
-        if (filter && !strstr(cases[i].name, filter))
-            continue;
         if (all_plans)
             bench_gemm_all_plans(h, &cases[i]);
         else
@@ -1020,21 +1037,18 @@ static int sweep_compile(const char *arch, const char *filter)
     CHECK(dnnjit_handle_create_for_arch(arch, &h));
     sweep_name_t names[SWEEP_CASES];
     gemm_case_t cases[SWEEP_CASES];
-    int count = sweep_cases(names, cases);
+    int count = sweep_cases(filter, names, cases);
     for (int i = 0; i < count; i++) {
-        if (filter && !strstr(cases[i].name, filter))
-            continue;
         dnnjit_tensor_t io[4];
         dnnjit_graph_t g = gemm_graph(h, &cases[i], io);
-        dnnjit_heur_mode_t modes[2] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
-        CHECK(dnnjit_graph_create_execution_plans(g, modes, 2));
+        list_plans_a_b(g);
         int64_t plans, built = 0;
         CHECK(dnnjit_graph_get_plan_count(g, &plans));
         double t0 = now_us();
         for (int64_t p = 0; p < plans; p++) {
             char *name = NULL;
             CHECK(dnnjit_graph_get_plan_name(g, p, &name));
-            if (tensor_core_engine(name) >= 0 && (p == 0 || plan_selected(name))) {
+            if (plan_timed(name, p)) {
                 if (dnnjit_graph_build_plan_at_index(g, p) == DNNJIT_STATUS_SUCCESS)
                     built++;
                 else
