@@ -51,4 +51,14 @@ expect 2 "--calls needs a count from 0 to 1000000" -- "$cli" run "$data/seed000.
 expect 2 "unknown option --calls" -- "$cli" ref "$data/seed000.json" --calls 5
 expect 0 "relative error .* \(ok\)" -- "$cli" demo
 
+# run checks against the reference, or with --no-check only looks for outputs the GPU left
+# unwritten (still NaN); without a GPU both say that run needs one.
+if "$cli" run "$data/seed000.json" --calls 0 2>&1 | grep -q "no GPU found"; then
+    expect 2 "no GPU found" -- "$cli" run "$data/seed000.json" --calls 0 --no-check
+else
+    expect 0 "relative error vs reference" -- "$cli" run "$data/seed000.json" --calls 0
+    expect 0 "output \"0::C\": no NaN" -- "$cli" run "$data/seed000.json" --calls 0 --no-check
+    expect 0 "every output written: ok" -- "$cli" run "$data/seed000.json" --calls 0 --no-check
+fi
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -72,7 +72,7 @@ static void run_sm90_plans_on(dnnjit_graph_t g, const char *label, int limit, co
         if (is_sm90_plan(name) && (!only || strstr(name, only))) {
             TU_OK(dnnjit_graph_build_plan_at_index(g, p));
             gpu_run_result_t r;
-            TU_OK(gpu_run_and_check(g, &rng, lo, hi, 0, &r));
+            TU_OK(gpu_run_and_check(g, &rng, lo, hi, true, 0, &r));
             printf("  %-36s %-30s rel %.3g\n", label, name, r.max_rel_error);
             if (!(r.max_rel_error < 1e-2))
                 fail_msg("%s: plan %s: relative error %g exceeds 1e-2", label, name, r.max_rel_error);

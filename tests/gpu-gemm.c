@@ -120,7 +120,7 @@ static int run_case(const gemm_case_t *c, prologue_t pro, int64_t limit)
         if (c->epilogue == TU_SCALE_CAST && tol < 1e-2)
             tol = 1e-2; /* the output is HALF */
         gpu_run_result_t r;
-        TU_OK(gpu_run_and_check(g, &rng, -1.0, 1.0, 0, &r));
+        TU_OK(gpu_run_and_check(g, &rng, -1.0, 1.0, true, 0, &r));
         printf("  %-34s %-44s rel %.3g (limit %g)\n", c->label, name, r.max_rel_error, tol);
         if (!(r.max_rel_error < tol))
             fail_msg("%s: plan %s: relative error %g exceeds %g", c->label, name, r.max_rel_error, tol);

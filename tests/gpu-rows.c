@@ -29,7 +29,7 @@ static void run_plan(dnnjit_graph_t g, int64_t index, double lo, double hi, doub
     TU_OK(dnnjit_graph_build_plan_at_index(g, index));
     printf("  %-44s plan %s\n", label, name);
     gpu_run_result_t r;
-    TU_OK(gpu_run_and_check(g, &rng, lo, hi, 0, &r));
+    TU_OK(gpu_run_and_check(g, &rng, lo, hi, true, 0, &r));
     if (!(r.max_rel_error < tol))
         fail_msg("%s: plan %s: relative error %g exceeds %g", label, name, r.max_rel_error, tol);
     plans_run++;

@@ -79,7 +79,7 @@ static void run_plan(dnnjit_graph_t g, int64_t plan, double lo, double hi, doubl
     TU_OK(dnnjit_graph_get_plan_name(g, plan, &name));
     printf("  %-28s plan %s\n", label, name);
     gpu_run_result_t r;
-    TU_OK(gpu_run_and_check(g, &rng, lo, hi, 0, &r));
+    TU_OK(gpu_run_and_check(g, &rng, lo, hi, true, 0, &r));
     if (!(r.max_rel_error < tol))
         fail_msg("%s: plan %s: relative error %g exceeds %g", label, name, r.max_rel_error, tol);
     dnnjit_free(name);
