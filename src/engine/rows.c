@@ -75,6 +75,13 @@ static const knob_t knobs[] = {
      * TB/s, against 2.35-2.43 for slices of 4096 at 512 threads (two blocks an SM, 64
      * registers) and 2.22-2.27 for clusters of 4 blocks of 512 threads (one an SM). */
     {256, 1, true, FUSED, 512, 2},  {256, 1, true, FUSED, 512, 4},  {256, 1, true, FUSED, 512, 8},
+    /* Tried on the H200 and left out, all slower than the plans above (layer norm backward):
+     * - the rows brought into shared memory by bulk copies (cp.async.bulk, up to four row
+     *   groups ahead of the one worked on) instead of into registers: 2.46 against 2.93 TB/s
+     *   on 1000-wide fp16 rows (64 threads, four rows a block), 3.13 against 3.39 on
+     *   4096-wide bf16 (256 threads), slower still at 1024 threads an SM;
+     * - one warp per 1000-wide row (its sums by shuffles alone, no block-wide barrier; 128
+     *   registers): 2.47; 128 threads of 32 elements on 4096-wide rows: 2.76. */
 };
 
 enum {
@@ -98,7 +105,10 @@ enum {
      * floats per column and row): within the 48 KB a block declares statically, with room
      * for the reductions' own. */
     FUSED_SHARED = 40 * 1024,
-    /* The grid loops over the rows, so it can stay well below the hardware limit. */
+    /* The grid loops over the rows, so it can stay well below the hardware limit. A grid
+     * of one to eight waves of blocks looping over the rows ran slower on the H200 than a
+     * block per row group (32768x1000 fp16 layer norm 3.45-3.67 TB/s against 3.66,
+     * 32768x4096 bf16 3.60-3.92 against 3.94). */
     MAX_ROW_BLOCKS = 1 << 20,
     /* Work items (rows or row segments) that keep an H200's 132 SMs busy twice over. */
     BUSY_ITEMS = 2 * 132,
