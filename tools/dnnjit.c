@@ -228,6 +228,17 @@ typedef struct options {
     bool no_check; /* run: no reference, only a look for NaN (unwritten elements) */
 } options_t;
 
+/* Whether `name` is one of the comma-separated names in `allowed` (whole names only, so
+ * that --check or --c is not taken for --no-check or --calls). */
+static bool option_allowed(const char *allowed, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *at = allowed; (at = strstr(at, name)) != NULL; at += len)
+        if ((at == allowed || at[-1] == ',') && (at[len] == ',' || at[len] == '\0'))
+            return true;
+    return false;
+}
+
 /* Parses FILE [--print] [--seed N] [--arch A] [--plan I] [--calls N] [--no-check], accepting only
  * the options in `allowed` (a string such as "print,seed"). Returns EXIT_OK or EXIT_USAGE. */
 static int parse_options(int argc, char **argv, const char *allowed, options_t *o)
@@ -242,7 +253,7 @@ static int parse_options(int argc, char **argv, const char *allowed, options_t *
             o->path = opt;
             continue;
         }
-        if (!strstr(allowed, opt + 2)) {
+        if (!option_allowed(allowed, opt + 2)) {
             fprintf(stderr, "dnnjit: unknown option %s\n", opt);
             return EXIT_USAGE;
         }
