@@ -465,9 +465,11 @@ static void mode_a_picks_by_row_length(void **state)
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_FLOAT, 1000, "t128_r1_vec_fused_half"},  /* 4000 bytes: 125 */
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r4_vec_fused_half"},   /* 125 vectors: 2 chunks */
         /* 32768 elements are 32 a thread at 1024 threads, 32 + 64 registers: too many for a
-         * block, but clusters of 8 blocks take a 4096-wide slice each, as above; 16384
-         * elements take clusters of 4. */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t256_r1_vec_fused_half_c8"},
+         * block, but clusters of 8 blocks take a 4096-wide slice each, as above, their
+         * column sums in shared memory (a cluster plan with them in registers ranks three
+         * quarters of an octave behind); 16384 elements take clusters of 4 (a 128-thread
+         * slice at 256 threads is an octave off, more than that). */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t256_r1_vec_fused_smem_b3_c8"},
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 16384, "t256_r1_vec_fused_half_c4"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r2_vec"},      /* 2 x (4 + 4) */
         /* 77 rows of 250 vectors, too short to split; 4000 bytes: 128 threads. */
@@ -488,8 +490,8 @@ static dnnjit_graph_t add_rmsnorm_sized(dnnjit_data_type_t io, int64_t rows, int
 
 /* Modes A and B on dnnjit-bench rows' cases, worked out by hand from plan_penalty's rules:
  * a thread per 32 bytes of the row, at most 512; element-wise access half an octave
- * off, a fused plan at 1024 threads per SM two; split, fused, register, stream plans in
- * that order for mode A. */
+ * off, a fused plan at 1024 threads per SM two, a cluster plan with its column sums in
+ * registers three quarters; split, fused, register, stream plans in that order for mode A. */
 static void modes_pick_measured_best(void **state)
 {
     (void)state;
@@ -523,9 +525,10 @@ static void modes_pick_measured_best(void **state)
         {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
         {-1, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t1024_r1_vec"},
-        /* Clusters of 8 blocks of 256 threads, each block a 4096-wide slice of the row. */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_half_c8"},
-        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_half_c8"},
+        /* Clusters of 8 blocks of 256 threads, each block a 4096-wide slice of the row, three
+         * blocks an SM with the column sums in shared memory. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_smem_b3_c8"},
+        {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_smem_b3_c8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int m = 0; m < 2; m++) {

@@ -7,9 +7,9 @@
  *
  * A norm backward that writes DSCALE or DBIAS sums over the rows as well: fused plans do it
  * in the row blocks as they go (one read of DY and X) when each thread's share of the row
- * and its column sums fit in registers, on sm_90 also for rows too long for one block
- * (16384 or 32768 16-bit elements), whose slices go to the blocks of a cluster; other plans
- * have column blocks that read DY and X a second time.
+ * and its column sums fit in registers (or the sums in shared memory), on sm_90 also for
+ * rows too long for one block (16384 or 32768 16-bit elements), whose slices go to the
+ * blocks of a cluster; other plans have column blocks that read DY and X a second time.
  *
  * supports() refuses a register plan whose row does not fit in 32 registers per thread
  * (16-bit values two to a register), a stream plan whose row does, and any plan with more
@@ -46,19 +46,25 @@ typedef struct knob {
     int cluster;    /* FUSED: blocks of a cluster (sm_90) that share each row, a slice of
                      * columns each, their row sums meeting in distributed shared memory;
                      * 1 for everything else */
+    bool shared_sums; /* FUSED: each thread's column sums in shared memory, not registers */
 } knob_t;
 
 static const knob_t knobs[] = {
-    {1, 128, true, REGISTERS, 0, 1},     {1, 128, false, REGISTERS, 0, 1},    {4, 32, true, REGISTERS, 0, 1},
-    {4, 32, false, REGISTERS, 0, 1},     {8, 16, true, REGISTERS, 0, 1},      {8, 16, false, REGISTERS, 0, 1},
-    {16, 8, true, REGISTERS, 0, 1},      {16, 8, false, REGISTERS, 0, 1},     {32, 4, true, REGISTERS, 0, 1},
-    {32, 4, false, REGISTERS, 0, 1},     {32, 8, true, REGISTERS, 0, 1},      {32, 8, false, REGISTERS, 0, 1},
-    {64, 2, true, REGISTERS, 0, 1},      {64, 2, false, REGISTERS, 0, 1},     {128, 1, true, REGISTERS, 0, 1},
-    {128, 1, false, REGISTERS, 0, 1},    {256, 1, true, REGISTERS, 0, 1},     {256, 1, false, REGISTERS, 0, 1},
-    {512, 1, true, REGISTERS, 0, 1},     {512, 1, false, REGISTERS, 0, 1},    {1024, 1, true, REGISTERS, 0, 1},
-    {1024, 1, false, REGISTERS, 0, 1},   {1024, 1, true, STREAM, 0, 1},       {1024, 1, false, STREAM, 0, 1},
-    {256, 1, true, STREAM, 0, 1},        {256, 1, false, STREAM, 0, 1},       {1024, 1, true, SPLIT, 0, 1},
-    {1024, 1, false, SPLIT, 0, 1},       {256, 1, true, SPLIT, 0, 1},         {256, 1, false, SPLIT, 0, 1},
+    {1, 128, true, REGISTERS, 0, 1, false},    {1, 128, false, REGISTERS, 0, 1, false},
+    {4, 32, true, REGISTERS, 0, 1, false},     {4, 32, false, REGISTERS, 0, 1, false},
+    {8, 16, true, REGISTERS, 0, 1, false},     {8, 16, false, REGISTERS, 0, 1, false},
+    {16, 8, true, REGISTERS, 0, 1, false},     {16, 8, false, REGISTERS, 0, 1, false},
+    {32, 4, true, REGISTERS, 0, 1, false},     {32, 4, false, REGISTERS, 0, 1, false},
+    {32, 8, true, REGISTERS, 0, 1, false},     {32, 8, false, REGISTERS, 0, 1, false},
+    {64, 2, true, REGISTERS, 0, 1, false},     {64, 2, false, REGISTERS, 0, 1, false},
+    {128, 1, true, REGISTERS, 0, 1, false},    {128, 1, false, REGISTERS, 0, 1, false},
+    {256, 1, true, REGISTERS, 0, 1, false},    {256, 1, false, REGISTERS, 0, 1, false},
+    {512, 1, true, REGISTERS, 0, 1, false},    {512, 1, false, REGISTERS, 0, 1, false},
+    {1024, 1, true, REGISTERS, 0, 1, false},   {1024, 1, false, REGISTERS, 0, 1, false},
+    {1024, 1, true, STREAM, 0, 1, false},      {1024, 1, false, STREAM, 0, 1, false},
+    {256, 1, true, STREAM, 0, 1, false},       {256, 1, false, STREAM, 0, 1, false},
+    {1024, 1, true, SPLIT, 0, 1, false},       {1024, 1, false, SPLIT, 0, 1, false},
+    {256, 1, true, SPLIT, 0, 1, false},        {256, 1, false, SPLIT, 0, 1, false},
     /* Fused norm backward (plan_penalty ranks them): 8 elements a thread for 4096-wide
      * rows, 16, 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit
      * rows (four rows to a block: a quarter of the partial sums). 1024 threads per SM hold
@@ -66,15 +72,27 @@ static const knob_t knobs[] = {
      * spills, at 256 threads or 1000-wide halves with small spills); the same at 512
      * threads per SM (up to 128 registers: no spills, half the loads in flight and half the
      * partial sums). */
-    {512, 1, true, FUSED, 1024, 1}, {256, 1, true, FUSED, 1024, 1}, {1024, 1, true, FUSED, 1024, 1},
-    {128, 1, true, FUSED, 1024, 1}, {64, 4, true, FUSED, 1024, 1},  {512, 1, true, FUSED, 512, 1},
-    {256, 1, true, FUSED, 512, 1},  {128, 1, true, FUSED, 512, 1},  {64, 4, true, FUSED, 512, 1},
+    {512, 1, true, FUSED, 1024, 1, false},   {256, 1, true, FUSED, 1024, 1, false},
+    {1024, 1, true, FUSED, 1024, 1, false},  {128, 1, true, FUSED, 1024, 1, false},
+    {64, 4, true, FUSED, 1024, 1, false},    {512, 1, true, FUSED, 512, 1, false},
+    {256, 1, true, FUSED, 512, 1, false},    {128, 1, true, FUSED, 512, 1, false},
+    {64, 4, true, FUSED, 512, 1, false},
     /* Rows too long for one block's registers (16384 and 32768 16-bit elements): clusters
      * of 2, 4 or 8 blocks share each row, a slice of it each, as the 256-thread plan above
      * works on 4096-wide rows. On 4096x32768 bf16 (layer, RMS norm) this ran at 2.47-2.51
      * TB/s, against 2.35-2.43 for slices of 4096 at 512 threads (two blocks an SM, 64
      * registers) and 2.22-2.27 for clusters of 4 blocks of 512 threads (one an SM). */
-    {256, 1, true, FUSED, 512, 2},  {256, 1, true, FUSED, 512, 4},  {256, 1, true, FUSED, 512, 8},
+    {256, 1, true, FUSED, 512, 2, false},  {256, 1, true, FUSED, 512, 4, false},
+    {256, 1, true, FUSED, 512, 8, false},
+    /* The same slices of 4096 with each thread's column sums in shared memory, which
+     * leaves the registers (80 a thread) to three blocks an SM instead of two: on the H200
+     * 4096x32768 bf16 layer norm backward ran at 2.71 TB/s against 2.45, RMS norm 2.79
+     * against 2.48. Left out, all slower than the plans above: four such blocks an SM (64
+     * registers, small spills; 2.56 and 2.46), and column sums in shared memory for rows a
+     * block holds alone: 4096-wide bf16 at 256 threads and 1024 an SM 3.07 TB/s against
+     * 3.39 (128 threads: 1.65), 1000-wide fp16 at 64 threads a row and 1024 an SM 1.58
+     * against 2.92 (a block per row leaves four times the partial sums). */
+    {256, 1, true, FUSED, 768, 8, true},
     /* Tried on the H200 and left out, all slower than the plans above (layer norm backward):
      * - the rows brought into shared memory by bulk copies (cp.async.bulk, up to four row
      *   groups ahead of the one worked on) instead of into registers: 2.46 against 2.93 TB/s
@@ -101,9 +119,9 @@ enum {
     FUSED_REGISTERS = 48,
     /* Columns each column block of a fused plan adds up (a warp's loads of 128 bytes). */
     FUSED_STRIP = 32,
-    /* Shared memory a fused block with several rows adds their column sums up in (two
-     * floats per column and row): within the 48 KB a block declares statically, with room
-     * for the reductions' own. */
+    /* Shared memory a fused block keeps column sums in (those of a block with several rows,
+     * two floats per column and row, and a plan's shared sums): within the 48 KB a block
+     * declares statically, with room for the reductions' own. */
     FUSED_SHARED = 40 * 1024,
     /* The grid loops over the rows, so it can stay well below the hardware limit. A grid
      * of one to eight waves of blocks looping over the rows ran slower on the H200 than a
@@ -219,6 +237,10 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         scratch_of(&pb, kn, &counters, &scratch);
         bool in_regs = kn->how == REGISTERS || kn->how == FUSED;
         int64_t sums = 2 * chunks_of(&pb, kn) * vec;
+        /* A block of several rows adds their column sums up in shared memory (see
+         * rows_norm_backward.cuh), and a plan with shared sums keeps each thread's there. */
+        int64_t shared = (kn->rpb > 1 ? (int64_t)kn->rpb * 2 * 4 * pb.geo.cols : 0) +
+                         (kn->shared_sums ? sums * kn->tpr * kn->rpb * 4 : 0);
         if (scratch && slots.tensor_count == DNNJIT__MAX_KERNEL_TENSORS)
             snprintf(reason, sizeof reason, "the group leaves no kernel argument for the scratch");
         else if (kn->vector && pb.vec == 1)
@@ -240,10 +262,11 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
                      "%d; a stream plan reads it in passes)", (long long)registers, kn->tpr, ROW_REGISTERS);
         else if (kn->how == FUSED && !pb.column_role)
             snprintf(reason, sizeof reason, "only a norm backward that writes DSCALE or DBIAS adds up columns");
-        else if (kn->how == FUSED && kn->rpb > 1 && (int64_t)kn->rpb * 2 * 4 * pb.geo.cols > FUSED_SHARED)
-            snprintf(reason, sizeof reason, "%d rows of %lld column sums need more than %d bytes of shared memory",
-                     kn->rpb, (long long)pb.geo.cols, FUSED_SHARED);
-        else if (kn->how == FUSED && registers + sums > FUSED_REGISTERS)
+        else if (kn->how == FUSED && shared > FUSED_SHARED)
+            snprintf(reason, sizeof reason, "the block's column sums (%d rows of %lld, %lld a thread in shared "
+                     "memory: %s) need more than %d bytes of shared memory", kn->rpb, (long long)pb.geo.cols,
+                     (long long)sums, kn->shared_sums ? "yes" : "no", FUSED_SHARED);
+        else if (kn->how == FUSED && registers + (kn->shared_sums ? 0 : sums) > FUSED_REGISTERS)
             snprintf(reason, sizeof reason, "the row and its column sums need %lld registers per thread at %d threads "
                      "per row (at most %d)", (long long)(registers + sums), kn->tpr, FUSED_REGISTERS);
         else if (kn->cluster > 1 && *arch && dnnjit__arch_number(arch) < 90)
@@ -280,9 +303,13 @@ static void rows_knob_name(int knob, char *buf, size_t size)
     char cluster[16] = "";
     if (kn->cluster > 1)
         snprintf(cluster, sizeof cluster, "_c%d", kn->cluster);
+    char fused[24] = "";
+    if (kn->shared_sums)
+        snprintf(fused, sizeof fused, "_fused_smem_b%d", kn->sm_threads / (kn->tpr * kn->rpb));
+    else if (kn->how == FUSED)
+        snprintf(fused, sizeof fused, "_fused%s", kn->sm_threads < 1024 ? "_half" : "");
     snprintf(buf, size, "t%d_r%d_%s%s%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
-             kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : kn->how == FUSED ? "_fused" : "",
-             kn->how == FUSED && kn->sm_threads < 1024 ? "_half" : "", cluster);
+             kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : "", fused, cluster);
 }
 
 /* How far a plan lies from what the H200 measured fastest (dnnjit-bench rows --all-plans,
@@ -305,13 +332,16 @@ static void rows_knob_name(int knob, char *buf, size_t size)
  * - A fused norm backward at 1024 threads per SM, two octaves: its twin at 512 (_half:
  *   up to 128 registers a thread without spills, half the partial sums) ran at 2.51-2.98
  *   TB/s against 2.23-2.30 (4096-wide bf16, 256 threads) and 2.55-2.65 against 1.78-1.85
- *   (1000-wide fp16, 64 threads). */
+ *   (1000-wide fp16, 64 threads).
+ * - A cluster plan with its column sums in registers, three quarters of an octave: its
+ *   twin with them in shared memory ran 11-12% faster (see the knobs). */
 static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
     double preferred = (double)pb->geo.cols / kn->cluster * pb->elem / 32.0;
     preferred = preferred < 1.0 ? 1.0 : preferred > 512.0 ? 512.0 : preferred;
     double octaves = fabs(log2((double)kn->tpr / preferred));
-    return octaves + (kn->vector ? 0.0 : 0.5) + (kn->how == FUSED && kn->sm_threads == 1024 ? 2.0 : 0.0);
+    return octaves + (kn->vector ? 0.0 : 0.5) + (kn->how == FUSED && kn->sm_threads == 1024 ? 2.0 : 0.0) +
+           (kn->cluster > 1 && !kn->shared_sums ? 0.75 : 0.0);
 }
 
 /* Mode A: split plans (supported only for few long rows, which would otherwise leave most
@@ -467,11 +497,12 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "constexpr int DJ_SPLIT = %lld;\nconstexpr int DJ_SEG_COLS = %lld;\n"
                       "constexpr unsigned DJ_COL_BLOCKS = %lldu;\nconstexpr unsigned DJ_FUSED_BLOCKS = %lldu;\n"
                       "constexpr int DJ_FUSED_STRIP = %d;\nconstexpr int DJ_CLUSTER = %d;\n"
-                      "constexpr int DJ_SCRATCH_SLOT = %d;\nconstexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n",
+                      "constexpr int DJ_SCRATCH_SLOT = %d;\nconstexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n"
+                      "constexpr bool DJ_SHARED_COL_SUMS = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
                       (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, kn->cluster,
-                      k->scratch_slot, (long long)(scratch ? counters : 0));
+                      k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false");
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
      * compiler for; a cluster plan's kernel also names its cluster size. A register plan
      * with little to hold asks for a full SM (see FULL_SM_REGISTERS). Other plans give only

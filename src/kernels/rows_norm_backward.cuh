@@ -12,9 +12,109 @@
 // A fused plan (DJ_FUSED_BLOCKS > 0) reads DY and X once instead: see dj_rows_fused. MEAN
 // reads 0 for RMS norm.
 
-// A thread's sums of dscale and dbias over the rows it worked on, per element of its chunks.
-template <int V> struct DjColSums {
+// A thread's sums of dscale and dbias over the rows it worked on, per element of its
+// chunks: in registers, or with DJ_SHARED_COL_SUMS in shared memory, which leaves the
+// registers to the rows in flight and to more threads per SM (see rows.c's knobs).
+template <int V, bool SHARED = DJ_SHARED_COL_SUMS> struct DjColSums {
     float dscale[DjRow<V>::CHUNKS][V], dbias[DjRow<V>::CHUNKS][V];
+    __device__ __forceinline__ void zero()
+    {
+#pragma unroll
+        for (int k = 0; k < DjRow<V>::CHUNKS; k++)
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                dscale[k][e] = dbias[k][e] = 0.0f;
+    }
+    __device__ __forceinline__ void add(int k, const float (&ds)[V], const float (&db)[V])
+    {
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            dscale[k][e] += ds[e];
+            dbias[k][e] += db[e];
+        }
+    }
+    __device__ __forceinline__ void get(int k, float (&ds)[V], float (&db)[V]) const
+    {
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            ds[e] = dscale[k][e];
+            db[e] = dbias[k][e];
+        }
+    }
+};
+
+// The shared sums of every thread of the block, for either access width: per thread
+// DJ_SHARED_SUMS floats of each, element i of thread t at [i][t], so that a warp's
+// accesses fall in distinct banks (and with four-element groups, [i / 4][t] as float4).
+constexpr int DJ_SHARED_SUMS = DjRow<DJ_VEC>::CHUNKS * DJ_VEC > DjRow<1>::CHUNKS ? DjRow<DJ_VEC>::CHUNKS * DJ_VEC
+                                                                                 : DjRow<1>::CHUNKS;
+__shared__ float4 dj_shared_col_sums[DJ_SHARED_COL_SUMS ? 2 : 1][DJ_SHARED_COL_SUMS ? (DJ_SHARED_SUMS + 3) / 4 : 1]
+                                    [DJ_SHARED_COL_SUMS ? DJ_BLOCK : 1];
+
+template <int V> struct DjColSums<V, true> {
+    static constexpr bool QUADS = V % 4 == 0;
+    // Element e of chunk k: its float, or the float4 that holds it.
+    __device__ __forceinline__ static float &at(int which, int k, int e)
+    {
+        float *const all = (float *)&dj_shared_col_sums[which][0][0];
+        return all[(dj_i64)(k * V + e) * DJ_BLOCK + threadIdx.x];
+    }
+    __device__ __forceinline__ static float4 &quad(int which, int k, int q)
+    {
+        return dj_shared_col_sums[which][k * (V / 4) + q][threadIdx.x];
+    }
+    __device__ __forceinline__ void zero()
+    {
+#pragma unroll
+        for (int k = 0; k < DjRow<V>::CHUNKS; k++) {
+            const float z[V] = {};
+            set(k, z, z);
+        }
+    }
+    __device__ __forceinline__ void set(int k, const float (&ds)[V], const float (&db)[V])
+    {
+        if constexpr (QUADS) {
+#pragma unroll
+            for (int q = 0; q < V / 4; q++) {
+                quad(0, k, q) = make_float4(ds[4 * q], ds[4 * q + 1], ds[4 * q + 2], ds[4 * q + 3]);
+                quad(1, k, q) = make_float4(db[4 * q], db[4 * q + 1], db[4 * q + 2], db[4 * q + 3]);
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                at(0, k, e) = ds[e];
+                at(1, k, e) = db[e];
+            }
+        }
+    }
+    __device__ __forceinline__ void get(int k, float (&ds)[V], float (&db)[V]) const
+    {
+        if constexpr (QUADS) {
+#pragma unroll
+            for (int q = 0; q < V / 4; q++) {
+                const float4 s = quad(0, k, q), b = quad(1, k, q);
+                ds[4 * q] = s.x, ds[4 * q + 1] = s.y, ds[4 * q + 2] = s.z, ds[4 * q + 3] = s.w;
+                db[4 * q] = b.x, db[4 * q + 1] = b.y, db[4 * q + 2] = b.z, db[4 * q + 3] = b.w;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                ds[e] = at(0, k, e);
+                db[e] = at(1, k, e);
+            }
+        }
+    }
+    __device__ __forceinline__ void add(int k, const float (&ds)[V], const float (&db)[V])
+    {
+        float s[V], b[V];
+        get(k, s, b);
+#pragma unroll
+        for (int e = 0; e < V; e++) {
+            s[e] += ds[e];
+            b[e] += db[e];
+        }
+        set(k, s, b);
+    }
 };
 
 // A row between its two passes: its values (in registers when DjRow<V>::REGS) and
@@ -94,15 +194,15 @@ __device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const Dj
             } else {
                 dj_par_SCALE<V>(rw.col(k), scale, args);
             }
+            float dscale[V];
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 const float xhat = (x[e] - held.mean) * held.inv_var;
                 dx[e] = held.inv_var * (dy[e] * scale[e] - mean_g - xhat * mean_gx);
-                if constexpr (SUM) {
-                    col_sums.dscale[k][e] += dy[e] * xhat;
-                    col_sums.dbias[k][e] += dy[e];
-                }
+                dscale[e] = dy[e] * xhat;
             }
+            if constexpr (SUM)
+                col_sums.add(k, dscale, dy);
             dj_out_DX<V>(rw.row, rw.col(k), dx, args);
         }
     }
@@ -286,11 +386,7 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
     const unsigned mine = start[0];
     if (mine < DJ_FUSED_GROUPS) {
         DjColSums<V> sums;
-#pragma unroll
-        for (int k = 0; k < R::CHUNKS; k++)
-#pragma unroll
-            for (int e = 0; e < V; e++)
-                sums.dscale[k][e] = sums.dbias[k][e] = 0.0f;
+        sums.zero();
         const int lane = (int)threadIdx.x % DJ_TPR, sub = (int)threadIdx.x / DJ_TPR;
         if constexpr (DJ_CLUSTER > 1) {
             if (start[1] < DJ_ROWS)
@@ -327,10 +423,12 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
 #pragma unroll
         for (int k = 0; k < R::CHUNKS; k++)
             if (rw.has(k)) {
+                float dscale[V], dbias[V];
+                sums.get(k, dscale, dbias);
 #pragma unroll
                 for (int e = 0; e < V; e++) {
-                    to[rw.col(k) + e] = sums.dscale[k][e];
-                    to[DJ_COLS + rw.col(k) + e] = sums.dbias[k][e];
+                    to[rw.col(k) + e] = dscale[e];
+                    to[DJ_COLS + rw.col(k) + e] = dbias[e];
                 }
             }
         if constexpr (DJ_RPB > 1) {
