@@ -116,7 +116,11 @@ typedef struct operand {
      * `pitch` bytes apart (128-byte multiples, so that every 128-byte row of a TMA box is one
      * whole L2 line), `outer` lines per batch entry and `lines` in
      * all, from byte `offset` on; the tensor map reads the copy. The tensor's bytes span
-     * [span_lo, span_hi) around its pointer (the copy may read any of them). */
+     * [span_lo, span_hi) around its pointer (the copy may read any of them). TMA could read
+     * such rows in place only through views of every 8th row (whose stride is a 16-byte
+     * multiple), each from an aligned address up to 14 bytes before its rows' starts, with
+     * boxes that begin off a 16-byte boundary: on the H200 such a load stopped the kernel
+     * with an illegal instruction (with the 128-byte swizzle or none), so they are copied. */
     bool staged;
     int64_t inner, outer, lines, pitch, offset, span_lo, span_hi;
 } operand_t;
