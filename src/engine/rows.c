@@ -236,7 +236,7 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         int64_t registers = row_registers(&pb, kn), split = split_of(&pb, kn, &seg_cols);
         scratch_of(&pb, kn, &counters, &scratch);
         bool in_regs = kn->how == REGISTERS || kn->how == FUSED;
-        int64_t sums = 2 * chunks_of(&pb, kn) * vec;
+        int64_t sums = 2 * chunks_of(&pb, kn) * vec, held = registers + (kn->shared_sums ? 0 : sums);
         /* A block of several rows adds their column sums up in shared memory (see
          * rows_norm_backward.cuh), and a plan with shared sums keeps each thread's there. */
         int64_t shared = (kn->rpb > 1 ? (int64_t)kn->rpb * 2 * 4 * pb.geo.cols : 0) +
@@ -263,12 +263,12 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         else if (kn->how == FUSED && !pb.column_role)
             snprintf(reason, sizeof reason, "only a norm backward that writes DSCALE or DBIAS adds up columns");
         else if (kn->how == FUSED && shared > FUSED_SHARED)
-            snprintf(reason, sizeof reason, "the block's column sums (%d rows of %lld, %lld a thread in shared "
-                     "memory: %s) need more than %d bytes of shared memory", kn->rpb, (long long)pb.geo.cols,
-                     (long long)sums, kn->shared_sums ? "yes" : "no", FUSED_SHARED);
-        else if (kn->how == FUSED && registers + (kn->shared_sums ? 0 : sums) > FUSED_REGISTERS)
-            snprintf(reason, sizeof reason, "the row and its column sums need %lld registers per thread at %d threads "
-                     "per row (at most %d)", (long long)(registers + sums), kn->tpr, FUSED_REGISTERS);
+            snprintf(reason, sizeof reason, "the column sums a block keeps in shared memory take %lld bytes (at most "
+                     "%d)", (long long)shared, FUSED_SHARED);
+        else if (kn->how == FUSED && held > FUSED_REGISTERS)
+            snprintf(reason, sizeof reason, "%s %lld registers per thread at %d threads per row (at most %d)",
+                     kn->shared_sums ? "the row needs" : "the row and its column sums need", (long long)held, kn->tpr,
+                     FUSED_REGISTERS);
         else if (kn->cluster > 1 && *arch && dnnjit__arch_number(arch) < 90)
             snprintf(reason, sizeof reason, "clusters of blocks need sm_90 or later, not %s", arch);
         else if (kn->cluster > 1 && split != kn->cluster)
