@@ -117,17 +117,43 @@ template <int V> struct DjColSums<V, true> {
     }
 };
 
+// The scale of a thread's columns. A thread with a short share of the row (at most 16
+// elements; not a cluster plan, whose two held rows would spill) keeps it in registers,
+// read once for all the rows it works on (its columns do not change from row to row);
+// other threads read it at each use. On the H200, keeping it from a row's first pass to
+// its second took 1000-wide fp16 layer norm backward from 2.87 to 2.96 TB/s, 4096-wide bf16
+// from 3.34 to 3.41.
+template <int V> struct DjScale {
+    static constexpr bool HELD = DjRow<V>::REGS && DJ_CLUSTER == 1 && DjRow<V>::CHUNKS * V <= 16;
+    float held[HELD ? DjRow<V>::CHUNKS : 1][V];
+    // `rw`: any row of the thread's (valid or not: the columns are what count).
+    __device__ __forceinline__ explicit DjScale(DjRow<V> rw, const DjArgs &args)
+    {
+        if constexpr (HELD) {
+            rw.valid = true;
+#pragma unroll
+            for (int k = 0; k < DjRow<V>::CHUNKS; k++)
+                if (rw.has(k))
+                    dj_par_SCALE<V>(rw.col(k), held[k], args);
+        }
+    }
+    __device__ __forceinline__ void get(const DjRow<V> &rw, int k, float (&v)[V], const DjArgs &args) const
+    {
+        if constexpr (HELD) {
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                v[e] = held[k][e];
+        } else {
+            dj_par_SCALE<V>(rw.col(k), v, args);
+        }
+    }
+};
+
 // A row between its two passes: its values (in registers when DjRow<V>::REGS) and
 // statistics.
 template <int V> struct DjHeldRow {
-    // A thread with a short share of the row (at most 16 elements; not a cluster plan, whose
-    // two held rows would spill) also keeps its scale from the first pass to the second
-    // rather than reading it again: on the H200, 1000-wide fp16 layer norm backward went
-    // from 2.87 to 2.96 TB/s, 4096-wide bf16 from 3.34 to 3.41.
-    static constexpr bool SCALE = DjRow<V>::REGS && DJ_CLUSTER == 1 && DjRow<V>::CHUNKS * V <= 16;
     DjCache<DjKept_DY, V> dy;
     DjCache<DjKept_X, V> x;
-    float scale[SCALE ? DjRow<V>::CHUNKS : 1][V];
     float mean, inv_var;
 };
 
@@ -144,9 +170,12 @@ template <int V> __device__ __forceinline__ void dj_x_chunk(const DjRow<V> &rw, 
              [&](dj_i64 row, int col, float (&w)[V], bool f) { dj_in_X<V>(row, col, w, args, f); }, v);
 }
 
-// A row's first pass: reads it into `held` and returns this thread's sums of g and g * xhat.
-template <int V> __device__ __forceinline__ dj_pair dj_norm_backward_sums(const DjRow<V> &rw, const DjArgs &args,
-                                                                          DjHeldRow<V> &held)
+// A row's first pass: reads it into `held` and returns this thread's sums of g and
+// g * (x - mean), which inv_var turns into the sum of g * xhat once the row's is known (one
+// multiply a row rather than one an element).
+template <int V>
+__device__ __forceinline__ dj_pair dj_norm_backward_sums(const DjRow<V> &rw, const DjArgs &args,
+                                                         const DjScale<V> &scales, DjHeldRow<V> &held)
 {
     using R = DjRow<V>;
     held.mean = rw.valid ? dj_rin_MEAN(rw.row, args) : 0.0f;
@@ -158,14 +187,12 @@ template <int V> __device__ __forceinline__ dj_pair dj_norm_backward_sums(const 
         dj_dy_chunk(rw, held, k, true, args, dy);
         dj_x_chunk(rw, held, k, true, args, x);
         if (rw.has(k)) {
-            dj_par_SCALE<V>(rw.col(k), scale, args);
+            scales.get(rw, k, scale, args);
 #pragma unroll
             for (int e = 0; e < V; e++) {
-                if constexpr (DjHeldRow<V>::SCALE)
-                    held.scale[k][e] = scale[e];
                 const float g = dy[e] * scale[e];
                 sums.a += g;
-                sums.b += g * ((x[e] - held.mean) * held.inv_var);
+                sums.b += g * (x[e] - held.mean);
             }
         }
     }
@@ -173,32 +200,30 @@ template <int V> __device__ __forceinline__ dj_pair dj_norm_backward_sums(const 
 }
 
 // A row's second pass, given the sums over the whole row: dx, and with SUM the row's
-// dscale and dbias terms added to `col_sums`.
+// dscale and dbias terms added to `col_sums`. dx is computed as
+//   dy * (inv_var * scale) - xhat * (inv_var * mean(g * xhat)) - inv_var * mean(g)
+// with the row's factors taken out of the per-element work: two fused multiply-adds and a
+// multiply an element (the division by the row length is a multiply by its reciprocal).
 template <int V, bool SUM>
-__device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const DjArgs &args, DjHeldRow<V> &held,
-                                                    dj_pair sums, DjColSums<V> &col_sums)
+__device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const DjArgs &args, const DjScale<V> &scales,
+                                                    DjHeldRow<V> &held, dj_pair sums, DjColSums<V> &col_sums)
 {
     using R = DjRow<V>;
-    const float mean_g = DJ_CENTER ? sums.a / (float)DJ_COLS : 0.0f;
-    const float mean_gx = sums.b / (float)DJ_COLS;
+    constexpr float INV_COLS = 1.0f / (float)DJ_COLS;
+    const float row_g = DJ_CENTER ? held.inv_var * (sums.a * INV_COLS) : 0.0f;
+    const float row_gx = held.inv_var * (held.inv_var * (sums.b * INV_COLS));
 #pragma unroll(R::UNROLL)
     for (int k = 0; k < R::CHUNKS; k++) {
         float dy[V], x[V], scale[V], dx[V];
         dj_dy_chunk(rw, held, k, false, args, dy);
         dj_x_chunk(rw, held, k, false, args, x);
         if (rw.has(k)) {
-            if constexpr (DjHeldRow<V>::SCALE) {
-#pragma unroll
-                for (int e = 0; e < V; e++)
-                    scale[e] = held.scale[k][e];
-            } else {
-                dj_par_SCALE<V>(rw.col(k), scale, args);
-            }
+            scales.get(rw, k, scale, args);
             float dscale[V];
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 const float xhat = (x[e] - held.mean) * held.inv_var;
-                dx[e] = held.inv_var * (dy[e] * scale[e] - mean_g - xhat * mean_gx);
+                dx[e] = dy[e] * (held.inv_var * scale[e]) - (xhat * row_gx + row_g);
                 dscale[e] = dy[e] * xhat;
             }
             if constexpr (SUM)
@@ -210,17 +235,18 @@ __device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const Dj
 
 // One row; with SUM, also adds the row's dscale and dbias terms to `col_sums`.
 template <int V, bool SUM>
-__device__ __forceinline__ void dj_norm_backward_row(const DjRow<V> &rw, const DjArgs &args, DjColSums<V> &col_sums)
+__device__ __forceinline__ void dj_norm_backward_row(const DjRow<V> &rw, const DjArgs &args, const DjScale<V> &scales,
+                                                     DjColSums<V> &col_sums)
 {
     DjHeldRow<V> held;
-    const dj_pair sums = dj_row_sum(dj_norm_backward_sums(rw, args, held), rw);
-    dj_norm_backward_dx<V, SUM>(rw, args, held, sums, col_sums);
+    const dj_pair sums = dj_row_sum(dj_norm_backward_sums(rw, args, scales, held), rw);
+    dj_norm_backward_dx<V, SUM>(rw, args, scales, held, sums, col_sums);
 }
 
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
     DjColSums<V> unused;
-    dj_norm_backward_row<V, false>(rw, args, unused);
+    dj_norm_backward_row<V, false>(rw, args, DjScale<V>(rw, args), unused);
 }
 
 // A fused plan. Its row groups are blocks, or with DJ_CLUSTER > 1 clusters of blocks that
@@ -318,9 +344,10 @@ __device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned ran
             }
     };
     DjHeldRow<V> first, second;
+    const DjScale<V> scales(slice(row), args);
     int step = 0;
     prefetch(next);
-    dj_publish(dj_row_sum(dj_norm_backward_sums(slice(row), args, first), slice(row)), pending, step, rank);
+    dj_publish(dj_row_sum(dj_norm_backward_sums(slice(row), args, scales, first), slice(row)), pending, step, rank);
     if (taker)
         pending = atomicAdd(tickets, 1u);
     // One step: the next row's first pass and sums out, the current row's sums in, its
@@ -329,14 +356,14 @@ __device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned ran
     const auto advance = [&](DjHeldRow<V> &cur, DjHeldRow<V> &nxt) {
         if (next < DJ_ROWS) {
             const DjRow<V> rw = slice(next);
-            dj_publish(dj_row_sum(dj_norm_backward_sums(rw, args, nxt), rw), pending, step + 1, rank);
+            dj_publish(dj_row_sum(dj_norm_backward_sums(rw, args, scales, nxt), rw), pending, step + 1, rank);
             if (taker)
                 pending = atomicAdd(tickets, 1u);
         }
         unsigned later;
         const dj_pair total = dj_collect(step, later);
         prefetch(later);
-        dj_norm_backward_dx<V, true>(slice(row), args, cur, total, col_sums);
+        dj_norm_backward_dx<V, true>(slice(row), args, scales, cur, total, col_sums);
         row = next;
         next = later;
         step++;
@@ -399,6 +426,7 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
         } else {
             // The bound is the same for every thread of the block, as the row reductions need.
             constexpr dj_i64 STEP = (dj_i64)DJ_FUSED_GROUPS * DJ_RPB;
+            const DjScale<V> scales(DjRow<V>{0, 0, lane, sub, true}, args);
             for (dj_i64 base = (dj_i64)mine * DJ_RPB; base < DJ_ROWS; base += STEP) {
                 // The row this thread works on next goes to L2 meanwhile: a block holds only its
                 // current rows in registers and waits on them, and the two blocks an SM holds
@@ -412,7 +440,8 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
                         dj_pf_DY(next.row, next.col(k), args);
                         dj_pf_X(next.row, next.col(k), args);
                     }
-                dj_norm_backward_row<V, true>(DjRow<V>{base + sub, 0, lane, sub, base + sub < DJ_ROWS}, args, sums);
+                dj_norm_backward_row<V, true>(DjRow<V>{base + sub, 0, lane, sub, base + sub < DJ_ROWS}, args, scales,
+                                              sums);
             }
         }
         const DjRow<V> rw{0, (int)rank, lane, sub, true};
