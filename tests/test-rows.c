@@ -792,10 +792,12 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.scratch_bytes, 64 * 4 + 32 * 2 * 2 * 32 * 4);
     dnnjit__kernel_free(&k);
     /* Fused at 64 threads and 4 rows a block: 132 x 1024 / 256 = 528 row blocks would run
-     * at once, but 77 rows need only 20; then 1000 / 32 column blocks (rounded up), and a
-     * scratch of 64 counters and 20 x 2 x 1000 partial sums. */
+     * at once, but 77 rows need only 20; then column blocks whose 8 warps each take a strip
+     * of 32 columns (20 partial sums are too few to share out among warps): 1000 / 256,
+     * rounded up; and a scratch of 64 counters and 20 x 2 x 1000 partial sums. */
     k = generate(g, knob_named("t64_r4_vec_fused"));
-    assert_int_equal(k.grid[0], 20 + 32);
+    assert_int_equal(k.grid[0], 20 + 4);
+    assert_non_null(strstr(k.source, "constexpr int DJ_FUSED_STRIP_WARPS = 1;"));
     assert_int_equal(k.block[0], 256);
     assert_non_null(strstr(k.source, "constexpr unsigned DJ_COL_BLOCKS = 0u;"));
     assert_non_null(strstr(k.source, "constexpr unsigned DJ_FUSED_BLOCKS = 20u;"));
@@ -815,20 +817,23 @@ static void launch_shape_and_source(void **state)
     assert_non_null(strstr(k.source, "void dj_pf_X(dj_i64 row, int col, const DjArgs &args)\n{\n    dj_pf_"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
-    /* With many rows, 132 x 512 / 512 = 132 row blocks at half the threads per SM. */
+    /* With many rows, 132 x 512 / 512 = 132 row blocks at half the threads per SM, whose
+     * partial sums 8 warps share out (about 16 each) per strip: 2 strips a column block. */
     g = op_graph(NULL, OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 10000, 4096, 0);
     k = generate(g, knob_named("t512_r1_vec_fused_half"));
-    assert_int_equal(k.grid[0], 132 + 4096 / 32);
+    assert_int_equal(k.grid[0], 132 + 4096 / 64);
+    assert_non_null(strstr(k.source, "constexpr int DJ_FUSED_STRIP_WARPS = 8;"));
     assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 1)"));
     assert_int_equal(k.scratch_bytes, 64 * 4 + 132 * 2 * 4096 * 4);
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
     /* Clusters of 8 share each 32768-wide row: 132 x 512 / 256 / 8 = 33 row clusters (264
-     * blocks), a 4096-column slice per block, then 32768 / 32 column blocks; partial sums
-     * per cluster. */
+     * blocks), a 4096-column slice per block, then column blocks of 4 strips (two warps
+     * each share the 33 partial sums), 32768 / 128 of them; partial sums per cluster. */
     g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, 1);
     k = generate(g, knob_named("t256_r1_vec_fused_half_c8"));
-    assert_int_equal(k.grid[0], 264 + 1024);
+    assert_int_equal(k.grid[0], 264 + 256);
+    assert_non_null(strstr(k.source, "constexpr int DJ_FUSED_STRIP_WARPS = 2;"));
     assert_int_equal(k.block[0], 256);
     assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 2) __cluster_dims__(8, 1, 1)"));
     assert_non_null(strstr(k.source, "constexpr int DJ_CLUSTER = 8;"));
@@ -838,10 +843,11 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.scratch_bytes, 64 * 4 + 33 * 2 * 32768 * 4);
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
-    /* Three rows need three clusters; 8000 / 32 column blocks round up to whole clusters. */
+    /* Three rows need three clusters; 8000 / 256 column blocks (a strip a warp) round up to
+     * whole clusters. */
     g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 3, 8000, 1);
     k = generate(g, knob_named("t256_r1_vec_fused_half_c4"));
-    assert_int_equal(k.grid[0], 3 * 4 + 252);
+    assert_int_equal(k.grid[0], 3 * 4 + 32);
     assert_non_null(strstr(k.source, "constexpr int DJ_SEG_COLS = 2048;"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);

@@ -117,7 +117,7 @@ enum {
     FULL_SM_REGISTERS = 16,
     /* A fused plan also keeps two float column sums per element a thread covers. */
     FUSED_REGISTERS = 48,
-    /* Columns each column block of a fused plan adds up (a warp's loads of 128 bytes). */
+    /* Columns each warp of a fused plan's column blocks adds up (its loads of 128 bytes). */
     FUSED_STRIP = 32,
     /* Shared memory a fused block keeps column sums in (those of a block with several rows,
      * two floats per column and row, and a plan's shared sums): within the 48 KB a block
@@ -176,6 +176,19 @@ static int64_t fused_groups(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     int64_t resident = 132 * (int64_t)(kn->sm_threads / (kn->tpr * kn->rpb)) / kn->cluster;
     int64_t needed = (pb->geo.rows + kn->rpb - 1) / kn->rpb;
     return kn->how != FUSED ? 0 : needed < resident ? needed : resident;
+}
+
+/* Warps of a fused plan's column block that add up one strip of columns (see
+ * rows_norm_backward.cuh): all of them when there are many row groups' partial sums to add
+ * (264 for 1000- and 4096-wide rows), else a power of two that leaves each warp about 16,
+ * so that a block takes several strips and fewer blocks start (49 row groups of 32768-wide
+ * rows: two warps a strip, four strips a block, a quarter of the blocks). */
+static int fused_strip_warps(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    int warps = kn->tpr * kn->rpb / 32, want = 1;
+    while (want < warps && 2 * want * 16 <= fused_groups(pb, kn))
+        want *= 2;
+    return want;
 }
 
 /* 32-bit registers a thread of a register plan keeps its share of the row in: per chunk,
@@ -472,7 +485,9 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     /* A fused plan's column blocks come after its row blocks (see rows_norm_backward.cuh),
      * in whole clusters. */
     int64_t fused = fused_groups(&pb, kn) * kn->cluster;
-    int64_t fused_clusters = (pb.geo.cols + FUSED_STRIP * kn->cluster - 1) / (FUSED_STRIP * kn->cluster);
+    int strip_warps = fused ? fused_strip_warps(&pb, kn) : 1;
+    int64_t block_cols = (int64_t)FUSED_STRIP * (kn->tpr * kn->rpb / 32 / strip_warps);
+    int64_t fused_clusters = (pb.geo.cols + block_cols * kn->cluster - 1) / (block_cols * kn->cluster);
     int64_t col_blocks = fused              ? fused_clusters * kn->cluster
                          : pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments
                                           : 0;
@@ -496,12 +511,13 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "constexpr int DJ_BLOCK = %d;\nconstexpr int DJ_VEC = %d;\nconstexpr bool DJ_REGS = %s;\n"
                       "constexpr int DJ_SPLIT = %lld;\nconstexpr int DJ_SEG_COLS = %lld;\n"
                       "constexpr unsigned DJ_COL_BLOCKS = %lldu;\nconstexpr unsigned DJ_FUSED_BLOCKS = %lldu;\n"
-                      "constexpr int DJ_FUSED_STRIP = %d;\nconstexpr int DJ_CLUSTER = %d;\n"
+                      "constexpr int DJ_FUSED_STRIP = %d;\nconstexpr int DJ_FUSED_STRIP_WARPS = %d;\n"
+                      "constexpr int DJ_CLUSTER = %d;\n"
                       "constexpr int DJ_SCRATCH_SLOT = %d;\nconstexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n"
                       "constexpr bool DJ_SHARED_COL_SUMS = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
-                      (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, kn->cluster,
+                      (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, strip_warps, kn->cluster,
                       k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false");
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
      * compiler for; a cluster plan's kernel also names its cluster size. A register plan
