@@ -182,14 +182,16 @@ static int64_t fused_groups(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 }
 
 /* Warps of a fused plan's column block that add up one strip of columns (see
- * rows_norm_backward.cuh): all of them when there are many row groups' partial sums to add
- * (264 for 1000- and 4096-wide rows), else a power of two that leaves each warp about 16,
- * so that a block takes several strips and fewer blocks start (49 row groups of 32768-wide
- * rows: two warps a strip, four strips a block, a quarter of the blocks). */
+ * rows_norm_backward.cuh; 1 for other plans): all of them when there are many row groups'
+ * partial sums to add (264 for 1000- and 4096-wide rows), else a power of two that leaves
+ * each warp about 16, so that a block takes several strips and fewer blocks start (49 row
+ * groups of 32768-wide rows: two warps a strip, four strips a block, a quarter of the
+ * blocks). */
 static int fused_strip_warps(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
+    int64_t groups = fused_groups(pb, kn);
     int warps = kn->tpr * kn->rpb / 32, want = 1;
-    while (want < warps && 2 * want * 16 <= fused_groups(pb, kn))
+    while (want < warps && 2 * want * 16 <= groups)
         want *= 2;
     return want;
 }
@@ -488,7 +490,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     /* A fused plan's column blocks come after its row blocks (see rows_norm_backward.cuh),
      * in whole clusters. */
     int64_t fused = fused_groups(&pb, kn) * kn->cluster;
-    int strip_warps = fused ? fused_strip_warps(&pb, kn) : 1;
+    int strip_warps = fused_strip_warps(&pb, kn);
     int64_t block_cols = (int64_t)FUSED_STRIP * (kn->tpr * kn->rpb / 32 / strip_warps);
     int64_t fused_clusters = (pb.geo.cols + block_cols * kn->cluster - 1) / (block_cols * kn->cluster);
     int64_t col_blocks = fused              ? fused_clusters * kn->cluster

@@ -44,10 +44,11 @@ template <int V, bool SHARED = DJ_SHARED_COL_SUMS> struct DjColSums {
 };
 
 // The shared sums of every thread of the block, for either access width: per thread
-// DJ_SHARED_SUMS floats of each, element i of thread t at [i][t], so that a warp's
-// accesses fall in distinct banks (and with four-element groups, [i / 4][t] as float4).
-constexpr int DJ_SHARED_SUMS = DjRow<DJ_VEC>::CHUNKS * DJ_VEC > DjRow<1>::CHUNKS ? DjRow<DJ_VEC>::CHUNKS * DJ_VEC
-                                                                                 : DjRow<1>::CHUNKS;
+// DJ_SHARED_SUMS floats of each (the vector path's elements, never fewer than the
+// one-element path's chunks), element i of thread t at [i][t], so that a warp's accesses
+// fall in distinct banks (and with four-element groups, [i / 4][t] as float4).
+constexpr int DJ_SHARED_SUMS = DjRow<DJ_VEC>::CHUNKS * DJ_VEC;
+static_assert(DJ_SHARED_SUMS >= DjRow<1>::CHUNKS, "the shared sums hold the one-element path's");
 __shared__ float4 dj_shared_col_sums[DJ_SHARED_COL_SUMS ? 2 : 1][DJ_SHARED_COL_SUMS ? (DJ_SHARED_SUMS + 3) / 4 : 1]
                                     [DJ_SHARED_COL_SUMS ? DJ_BLOCK : 1];
 
