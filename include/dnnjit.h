@@ -285,11 +285,15 @@ typedef enum dnnjit_softmax_stats {
 typedef struct dnnjit_handle *dnnjit_handle_t;
 
 /* Creates a handle. Needs no GPU, driver or NVRTC. The caller owns it and releases it with
- * dnnjit_handle_destroy after every graph made with it is destroyed.
+ * dnnjit_handle_destroy after every graph made with it is destroyed, and before the process
+ * ends: the first handle that finds a GPU starts loading NVRTC on a thread of its own, and a
+ * process that ends during that load (its first milliseconds) can crash in NVRTC's
+ * constructors.
  * Errors: BAD_PARAM (out is NULL), OUT_OF_MEMORY. */
 DNNJIT_API dnnjit_status_t dnnjit_handle_create(dnnjit_handle_t *out);
 
-/* Destroys a handle. NULL is allowed and does nothing. */
+/* Destroys a handle. NULL is allowed and does nothing. With a GPU it first waits for the
+ * NVRTC load dnnjit_handle_create started, if that is still running. */
 DNNJIT_API void dnnjit_handle_destroy(dnnjit_handle_t handle);
 
 /* ------------------------------------------------------------------------------------ */

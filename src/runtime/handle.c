@@ -78,8 +78,16 @@ dnnjit_status_t dnnjit_handle_create_for_arch(const char *arch, dnnjit_handle_t 
     return DNNJIT_STATUS_SUCCESS;
 }
 
+/* A process that ends while NVRTC loads on the thread dnnjit_handle_create started tears
+ * down what NVRTC's static constructors are using: `dnnjit plans` ended in a segfault or an
+ * abort every time on the H200, and in a quarter of the runs with tests/stub_driver.c. So
+ * the handle waits for the load (dnnjit__nvrtc_load's pthread_once) before it goes. Waiting
+ * at exit instead (atexit) is too late: NVRTC's own exit handlers, registered after, run
+ * first, and the loading thread then spun forever. */
 void dnnjit_handle_destroy(dnnjit_handle_t handle)
 {
+    if (handle && handle->has_device)
+        dnnjit__nvrtc_load();
     free(handle);
 }
 
