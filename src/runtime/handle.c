@@ -15,6 +15,10 @@ static void *load_nvrtc(void *unused)
     return NULL;
 }
 
+static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t loader;
+static bool loader_running; /* started and not yet joined */
+
 /* Every build needs NVRTC, if only for its version in the kernel-cache key, and loading it
  * takes milliseconds (a library of a hundred megabytes with hundreds of static
  * constructors): most of a build from the disk cache. Loaded on a thread of its own while
@@ -22,9 +26,19 @@ static void *load_nvrtc(void *unused)
  * waits only for what is left of the load. Once per process. */
 static void start_loading_nvrtc(void)
 {
-    pthread_t thread;
-    if (pthread_create(&thread, NULL, load_nvrtc, NULL) == 0)
-        pthread_detach(thread);
+    pthread_mutex_lock(&loader_lock);
+    loader_running = pthread_create(&loader, NULL, load_nvrtc, NULL) == 0;
+    pthread_mutex_unlock(&loader_lock);
+}
+
+/* Waits for the loading thread to end, if it has not been waited for. */
+static void join_loader(void)
+{
+    pthread_mutex_lock(&loader_lock);
+    if (loader_running)
+        pthread_join(loader, NULL);
+    loader_running = false;
+    pthread_mutex_unlock(&loader_lock);
 }
 
 static pthread_once_t nvrtc_started = PTHREAD_ONCE_INIT;
@@ -81,13 +95,14 @@ dnnjit_status_t dnnjit_handle_create_for_arch(const char *arch, dnnjit_handle_t 
 /* A process that ends while NVRTC loads on the thread dnnjit_handle_create started tears
  * down what NVRTC's static constructors are using: `dnnjit plans` ended in a segfault or an
  * abort every time on the H200, and in a quarter of the runs with tests/stub_driver.c. So
- * the handle waits for the load (dnnjit__nvrtc_load's pthread_once) before it goes. Waiting
- * at exit instead (atexit) is too late: NVRTC's own exit handlers, registered after, run
- * first, and the loading thread then spun forever. */
+ * the handle waits for that thread to end before it goes; waiting only for the load to be
+ * done left the thread's own exit racing the process's (LeakSanitizer once found its
+ * memory unreachable). Waiting at exit instead (atexit) is too late: NVRTC's own exit
+ * handlers, registered after, run first, and the loading thread then spun forever. */
 void dnnjit_handle_destroy(dnnjit_handle_t handle)
 {
     if (handle && handle->has_device)
-        dnnjit__nvrtc_load();
+        join_loader();
     free(handle);
 }
 
