@@ -96,8 +96,8 @@ dnnjit_status_t dnnjit_handle_create_for_arch(const char *arch, dnnjit_handle_t 
  * down what NVRTC's static constructors are using: `dnnjit plans` ended in a segfault or an
  * abort every time on the H200, and in a quarter of the runs with tests/stub_driver.c. So
  * the handle waits for that thread to end before it goes; waiting only for the load to be
- * done left the thread's own exit racing the process's (LeakSanitizer once found its
- * memory unreachable). Waiting at exit instead (atexit) is too late: NVRTC's own exit
+ * done left the thread's own exit racing the process's (a run under CI's sanitizers once
+ * exited with an error). Waiting at exit instead (atexit) is too late: NVRTC's own exit
  * handlers, registered after, run first, and the loading thread then spun forever. */
 void dnnjit_handle_destroy(dnnjit_handle_t handle)
 {
