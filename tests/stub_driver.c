@@ -4,18 +4,14 @@
  * finds a device: a handle with one, planning for its architecture, the NVRTC load the
  * handle starts in the background, and the errors of an execute the driver refuses. It
  * defines every entry point the library resolves, the optional ones included. */
-#include <stddef.h>
+#include "jit/jit.h"
+
 #include <stdio.h>
 
-typedef int result_t;
+typedef dnnjit__cu_result_t result_t;
 
-enum {
-    SUCCESS = 0,
-    ERROR_INVALID_VALUE = 1,
-    ERROR_NOT_SUPPORTED = 801,
-    ATTRIBUTE_CC_MAJOR = 75,
-    ATTRIBUTE_CC_MINOR = 76,
-};
+/* CUDA_SUCCESS. */
+#define SUCCESS 0
 
 /* The one context, which the handle retains and makes current. */
 static int primary_context;
@@ -23,7 +19,7 @@ static _Thread_local void *current;
 
 result_t cuInit(unsigned flags)
 {
-    return flags ? ERROR_INVALID_VALUE : SUCCESS;
+    return flags ? DNNJIT__CUDA_ERROR_INVALID_VALUE : SUCCESS;
 }
 
 result_t cuDriverGetVersion(int *version)
@@ -34,13 +30,16 @@ result_t cuDriverGetVersion(int *version)
 
 result_t cuGetErrorName(result_t r, const char **name)
 {
-    *name = r == ERROR_NOT_SUPPORTED ? "CUDA_ERROR_NOT_SUPPORTED" : r == SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_STUB";
+    *name = r == DNNJIT__CUDA_ERROR_NOT_SUPPORTED ? "CUDA_ERROR_NOT_SUPPORTED"
+            : r == SUCCESS                        ? "CUDA_SUCCESS"
+                                                  : "CUDA_ERROR_STUB";
     return SUCCESS;
 }
 
 result_t cuGetErrorString(result_t r, const char **text)
 {
-    *text = r == ERROR_NOT_SUPPORTED ? "the stub driver of dnnjit's tests does not do this" : "stub driver error";
+    *text = r == DNNJIT__CUDA_ERROR_NOT_SUPPORTED ? "the stub driver of dnnjit's tests does not do this"
+                                                  : "stub driver error";
     return SUCCESS;
 }
 
@@ -53,18 +52,18 @@ result_t cuDeviceGetCount(int *count)
 result_t cuDeviceGet(int *device, int ordinal)
 {
     *device = ordinal;
-    return ordinal == 0 ? SUCCESS : ERROR_INVALID_VALUE;
+    return ordinal == 0 ? SUCCESS : DNNJIT__CUDA_ERROR_INVALID_VALUE;
 }
 
 result_t cuDeviceGetAttribute(int *value, int attribute, int device)
 {
     if (device != 0)
-        return ERROR_INVALID_VALUE;
-    if (attribute == ATTRIBUTE_CC_MAJOR || attribute == ATTRIBUTE_CC_MINOR) {
-        *value = attribute == ATTRIBUTE_CC_MAJOR ? 9 : 0;
+        return DNNJIT__CUDA_ERROR_INVALID_VALUE;
+    if (attribute == DNNJIT__CU_DEVICE_ATTRIBUTE_CC_MAJOR || attribute == DNNJIT__CU_DEVICE_ATTRIBUTE_CC_MINOR) {
+        *value = attribute == DNNJIT__CU_DEVICE_ATTRIBUTE_CC_MAJOR ? 9 : 0;
         return SUCCESS;
     }
-    return ERROR_NOT_SUPPORTED;
+    return DNNJIT__CUDA_ERROR_NOT_SUPPORTED;
 }
 
 result_t cuDeviceGetName(char *name, int size, int device)
@@ -76,12 +75,12 @@ result_t cuDeviceGetName(char *name, int size, int device)
 result_t cuDevicePrimaryCtxRetain(void **context, int device)
 {
     *context = &primary_context;
-    return device == 0 ? SUCCESS : ERROR_INVALID_VALUE;
+    return device == 0 ? SUCCESS : DNNJIT__CUDA_ERROR_INVALID_VALUE;
 }
 
 result_t cuDevicePrimaryCtxRelease_v2(int device)
 {
-    return device == 0 ? SUCCESS : ERROR_INVALID_VALUE;
+    return device == 0 ? SUCCESS : DNNJIT__CUDA_ERROR_INVALID_VALUE;
 }
 
 result_t cuCtxSetCurrent(void *context)
@@ -106,7 +105,7 @@ result_t cuCtxGetDevice(int *device)
 #define REFUSED(name)                                                                                                  \
     result_t name(void)                                                                                                \
     {                                                                                                                  \
-        return ERROR_NOT_SUPPORTED;                                                                                    \
+        return DNNJIT__CUDA_ERROR_NOT_SUPPORTED;                                                                       \
     }
 REFUSED(cuModuleLoadData)
 REFUSED(cuModuleGetFunction)

@@ -13,17 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* CUresult values that map to a status other than CUDA_ERROR. */
-enum {
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CUDA_ERROR_OUT_OF_MEMORY = 2,
-    CUDA_ERROR_INSUFFICIENT_DRIVER = 35,
-    CUDA_ERROR_NO_DEVICE = 100,
-    CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
-    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
-    CUDA_ERROR_NOT_SUPPORTED = 801,
-};
-
 static dnnjit__cuda_api_t api;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static dnnjit_status_t load_status = DNNJIT_STATUS_INTERNAL;
@@ -38,13 +27,13 @@ static dnnjit__cu_context_t contexts[MAX_DEVICES];
 static dnnjit_status_t status_for(dnnjit__cu_result_t r)
 {
     switch (r) {
-    case CUDA_ERROR_OUT_OF_MEMORY:
+    case DNNJIT__CUDA_ERROR_OUT_OF_MEMORY:
         return DNNJIT_STATUS_OUT_OF_MEMORY;
-    case CUDA_ERROR_INSUFFICIENT_DRIVER:
-    case CUDA_ERROR_NO_DEVICE:
-    case CUDA_ERROR_NO_BINARY_FOR_GPU:
-    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
-    case CUDA_ERROR_NOT_SUPPORTED:
+    case DNNJIT__CUDA_ERROR_INSUFFICIENT_DRIVER:
+    case DNNJIT__CUDA_ERROR_NO_DEVICE:
+    case DNNJIT__CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case DNNJIT__CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case DNNJIT__CUDA_ERROR_NOT_SUPPORTED:
         return DNNJIT_STATUS_NOT_SUPPORTED;
     default:
         return DNNJIT_STATUS_CUDA_ERROR;

@@ -127,6 +127,18 @@ typedef struct dnnjit__cu_tensor_map {
     _Alignas(128) uint64_t opaque[16];
 } dnnjit__cu_tensor_map_t;
 
+/* CUresult values that map to a status other than CUDA_ERROR (status_for in driver.c), and
+ * the invalid argument (which tests/stub_driver.c returns). */
+enum {
+    DNNJIT__CUDA_ERROR_INVALID_VALUE = 1,
+    DNNJIT__CUDA_ERROR_OUT_OF_MEMORY = 2,
+    DNNJIT__CUDA_ERROR_INSUFFICIENT_DRIVER = 35,
+    DNNJIT__CUDA_ERROR_NO_DEVICE = 100,
+    DNNJIT__CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+    DNNJIT__CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+    DNNJIT__CUDA_ERROR_NOT_SUPPORTED = 801,
+};
+
 /* Values from cuda.h that the callers here need. */
 enum {
     DNNJIT__CU_DEVICE_ATTRIBUTE_CC_MAJOR = 75,
