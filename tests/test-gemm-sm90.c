@@ -79,7 +79,7 @@ static verdict_t verdict_of(dnnjit_graph_t g, const dnnjit__partition_t *p, int 
 
 /* Generates (twice, to the same bytes) and compiles the graph's group with every knob the
  * engine takes, or only the first of each tile width in each variant (direct, staged,
- * clustered); returns how many were compiled. */
+ * clustered, TMA-store); returns how many were compiled. */
 static int compile_knobs(dnnjit_graph_t g, bool all_knobs)
 {
     dnnjit__partition_t p;
@@ -97,10 +97,19 @@ static int compile_knobs(dnnjit_graph_t g, bool all_knobs)
         assert_string_equal(k1.source, k2.source);
         assert_int_equal(k1.block[0], 384);
         assert_true(k1.shared_bytes <= 227 * 1024);
-        assert_int_equal(k1.tma_count, 2);
         char name[64], variant[64];
         int bn = 0, stages = 0, skip = 0;
         engine->knob_name(knob, name, sizeof name);
+        /* The TMA-store epilogue: a third tensor map, over the output, in boxes of 64 rows
+         * of 64 elements. */
+        bool tma_store = strstr(name, "_tmastore") != NULL;
+        assert_int_equal(strstr(k1.source, "DJ_TMA_STORE = true") != NULL, tma_store);
+        assert_int_equal(k1.tma_count, tma_store ? 3 : 2);
+        if (tma_store) {
+            assert_int_equal(k1.tma[2].box[0], 64);
+            assert_int_equal(k1.tma[2].box[1], 64);
+            assert_true(dnnjit__tma_operand_valid(&k1.tma[2], &k1, NULL, 0));
+        }
         assert_int_equal(sscanf(name, "128x%dx64_s%d%n", &bn, &stages, &skip), 2);
         /* The tile width and the variant, without the stages and the raster order. */
         snprintf(variant, sizeof variant, "%d%s", bn, name + skip + (strncmp(name + skip, "_rn", 3) ? 0 : 3));
@@ -136,9 +145,9 @@ static void every_knob_compiles(void **state)
             printf("%s, A %s-major, B %s-major: %d knobs compiled\n", dnnjit_data_type_name(types[t]),
                    s.a_col ? "M" : "K", s.b_col ? "K" : "N", compiled);
             /* 128x128 and 128x192 with 3, 4 and 5 stages and 128x256 with 3 and 4, each in
-             * both tile orders and in the three variants; or one of each tile width and
-             * variant. */
-            assert_int_equal(compiled, mixed ? 48 : 9);
+             * both tile orders and in the five variants (direct, staged, clustered, TMA
+             * stores alone and clustered); or one of each tile width and variant. */
+            assert_int_equal(compiled, mixed ? 80 : 15);
             dnnjit_graph_destroy(g);
         }
 }
@@ -229,8 +238,9 @@ static void cluster_knobs(void **state)
         clustered += cluster;
         dnnjit__kernel_free(&k);
     }
-    /* Three stage counts of 128x128 and 128x192 and two of 128x256, in two tile orders. */
-    assert_int_equal(clustered, 16);
+    /* Three stage counts of 128x128 and 128x192 and two of 128x256, in two tile orders,
+     * with the staged epilogue and with TMA stores. */
+    assert_int_equal(clustered, 32);
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
 }
@@ -370,9 +380,9 @@ static void fp8_operands(void **state)
         dnnjit__partition_free(&p);
         int compiled = compile_knobs(g, i == 0);
         printf("A %s, B %s: %d knobs compiled\n", ptx[i >> 1], ptx[i & 1], compiled);
-        /* 128x128 and 128x192 in three stage counts, two tile orders and three variants
+        /* 128x128 and 128x192 in three stage counts, two tile orders and five variants
          * (K's three tiles are too few to split). */
-        assert_int_equal(compiled, i == 0 ? 36 : 6);
+        assert_int_equal(compiled, i == 0 ? 60 : 10);
         dnnjit_graph_destroy(g);
     }
     /* HALF compute: wgmma's f16 accumulator, a register of two halves per column pair. */
@@ -386,18 +396,18 @@ static void fp8_operands(void **state)
     assert_non_null(strstr(hk.source, "using DjAcc = unsigned;"));
     dnnjit__kernel_free(&hk);
     dnnjit__partition_free(&hp);
-    assert_int_equal(compile_knobs(half, false), 9);
+    assert_int_equal(compile_knobs(half, false), 15);
     dnnjit_graph_destroy(half);
     /* Mode A on sm_90a takes the engine for a big fp8 GEMM, with the 16-bit rules' pick
-     * among the tiles it may use: 128x192 (clustered) when promoting, 128x256 with HALF
-     * compute. */
+     * among the tiles it may use: 128x192 when promoting, 128x256 with HALF compute, both
+     * storing the 16-bit output through TMA. */
     dnnjit_handle_t h = NULL;
     TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
     static const struct {
         dnnjit_data_type_t compute;
         const char *plan;
-    } picks[] = {{DNNJIT_DATA_TYPE_FLOAT, "gemm_sm90_128x192x64_s4_staged_mc2"},
-                 {DNNJIT_DATA_TYPE_HALF, "gemm_sm90_128x256x64_s4_staged"}};
+    } picks[] = {{DNNJIT_DATA_TYPE_FLOAT, "gemm_sm90_128x192x64_s4_tmastore"},
+                 {DNNJIT_DATA_TYPE_HALF, "gemm_sm90_128x256x64_s4_tmastore"}};
     for (int i = 0; i < 2; i++) {
         dnnjit_graph_t big = fp8_graph(h, types[0], types[0], 8192, 8192, 8192, picks[i].compute);
         char *a = tu_first_plan(big, DNNJIT_HEUR_MODE_A);
@@ -436,22 +446,26 @@ static void staged_operands(void **state)
         dnnjit_graph_t g;
         bool a_staged, b_staged;
         int64_t a_lines, a_inner, b_lines, b_inner, esize;
+        int stored; /* TMA-store knobs taken: none where the output's rows are 8190 bytes apart */
     } cases[] = {
-        {odd, true, true, 4097, 4099, 4099, 4095, 2},
+        {odd, true, true, 4097, 4099, 4099, 4095, 2, 0},
         {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT),
          true, true, 200, 40,
-         136, 40, 1},
-        {batched, true, false, 300, 40, 0, 0, 2},
+         136, 40, 1, 12},
+        {batched, true, false, 300, 40, 0, 0, 2, 16},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = cases[i].g;
         dnnjit__partition_t p;
         TU_OK(dnnjit__partition(g, &p));
-        int supported = 0, compiled = 0;
+        int supported = 0, compiled = 0, stored = 0;
         for (int knob = 0; knob < engine->knob_count; knob++) {
             verdict_t v = verdict_of(g, &p, knob);
             const char *name = v.name;
             if (v.refused) {
+                /* A FLOAT output, or rows of an odd number of 16-bit elements. */
+                if (strstr(name, "_tmastore") && strstr(v.why, "the TMA-store epilogue"))
+                    continue;
                 if (strstr(name, "_mc2"))
                     assert_non_null(strstr(v.why, "not combined with clusters"));
                 else if (strstr(name, "_splitk"))
@@ -462,6 +476,7 @@ static void staged_operands(void **state)
             }
             assert_null(strstr(name, "_mc2"));
             supported++;
+            stored += strstr(name, "_tmastore") != NULL;
             dnnjit__kernel_t k;
             TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
             assert_true(k.cooperative);
@@ -498,8 +513,10 @@ static void staged_operands(void **state)
             dnnjit__kernel_free(&k);
         }
         /* The direct and staged variants' 18 knobs each, less 128x256 with five stages
-         * (fp8: less every 128x256 one). */
-        assert_int_equal(supported, cases[i].esize == 1 ? 2 * 12 : 2 * 18 - 2 * 2);
+         * (fp8: less every 128x256 one); and those of the TMA-store variant, which has no
+         * 128x256 with five stages either. */
+        assert_int_equal(supported - stored, cases[i].esize == 1 ? 2 * 12 : 2 * 18 - 2 * 2);
+        assert_int_equal(stored, cases[i].stored);
         assert_int_equal(compiled, 2);
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);
@@ -654,7 +671,8 @@ static void refusals(void **state)
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);
     }
-    /* 128x256 tiles with five stages need more than 227 KiB, in every variant. */
+    /* 128x256 tiles with five stages need more than 227 KiB, in every variant (the staged
+     * and clustered ones, and with TMA stores alone and clustered, in both tile orders). */
     dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT,
                                   (shape_t){64, 64, 64, 1, false, false, false, 0});
     dnnjit__partition_t p;
@@ -673,7 +691,7 @@ static void refusals(void **state)
             refused++;
         }
     }
-    assert_int_equal(refused, 6);
+    assert_int_equal(refused, 10);
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
 }
@@ -690,8 +708,9 @@ static void heuristics(void **state)
                                     (shape_t){4096, 4096, 4096, 1, false, false, false, 0});
     char *a = tu_first_plan(big, DNNJIT_HEUR_MODE_A);
     /* 128x256 tiles: 512 of them, in four rounds of 132 CTAs like 1024 128x128 ones; four
-     * stages, which measured fastest; the staged epilogue, fastest of the variants. */
-    assert_string_equal(a, "gemm_sm90_128x256x64_s4_staged");
+     * stages, which measured fastest; the epilogue through TMA stores, fastest of the
+     * variants. */
+    assert_string_equal(a, "gemm_sm90_128x256x64_s4_tmastore");
     char *b = tu_first_plan(big, DNNJIT_HEUR_MODE_B);
     assert_int_equal(strncmp(b, "gemm_sm90_", 10), 0);
     dnnjit_free(a);
@@ -704,7 +723,7 @@ static void heuristics(void **state)
     dnnjit_graph_t batched = gemm_graph(h90, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
                                         (shape_t){4096, 4096, 4096, 8, false, false, false, 0});
     a = tu_first_plan(batched, DNNJIT_HEUR_MODE_A);
-    assert_string_equal(a, "gemm_sm90_128x256x64_s4_staged");
+    assert_string_equal(a, "gemm_sm90_128x256x64_s4_tmastore");
     dnnjit_free(a);
     dnnjit_graph_destroy(batched);
 

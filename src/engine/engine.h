@@ -10,7 +10,7 @@
 #define DNNJIT__MAX_KERNEL_TENSORS 24
 #define DNNJIT__MAX_KERNEL_SCALARS 8
 /* Tensor maps a kernel takes after its DjArgs, and the most dimensions one has (TMA's). */
-#define DNNJIT__MAX_KERNEL_TMAS 2
+#define DNNJIT__MAX_KERNEL_TMAS 3
 #define DNNJIT__MAX_TMA_RANK 5
 
 /* How execute encodes one TMA tensor map (cuTensorMapEncodeTiled) for a kernel: over the

@@ -48,6 +48,11 @@ enum {
     /* Then the staged epilogue with K split 2, 4 and 8 ways. */
     VARIANT_SPLIT2 = 3,
     VARIANT_COUNT = 6,
+    /* The knobs of the families and variants above; after them, those whose epilogue goes
+     * through TMA stores: each width, stage count and raster order, alone then in clusters
+     * of two. */
+    BASE_KNOBS = WIDTH_COUNT * WIDTH_KNOBS * VARIANT_COUNT,
+    STORE_KNOBS = WIDTH_COUNT * WIDTH_KNOBS * 2,
     /* A split walks at least this many K tiles: fewer would spend more on the partial
      * sums than they save. */
     MIN_SPLIT_KTILES = 4,
@@ -69,6 +74,8 @@ enum {
     CONSUMER_WARPS = 8,
     EPI_COLS = 32,
     EPI_STRIDE = EPI_COLS + 8,
+    /* A box of the TMA-store epilogue: 64 rows of 128 bytes. */
+    OUT_BOX_BYTES = 64 * 128,
     /* The widest tile whose consumers hold both wgmma's accumulators and the promoted float
      * sums (96 + 96 registers a thread at 192 columns; 256 columns would need 256, more than
      * setmaxnreg's 232 a consumer). */
@@ -84,10 +91,16 @@ typedef struct knob {
     bool staged;   /* the epilogue goes through shared memory */
     int cluster;   /* CTAs per cluster, sharing B's tile (1 or 2) */
     int splits;    /* split-K: the K splits of each tile */
+    bool tma_store; /* the epilogue goes through shared memory and TMA stores */
 } knob_t;
 
 static knob_t decode(int knob)
 {
+    if (knob >= BASE_KNOBS) {
+        int store = (knob - BASE_KNOBS) % (WIDTH_COUNT * WIDTH_KNOBS);
+        return (knob_t){TILE_N[store / WIDTH_KNOBS], STAGES[store / 2 % STAGE_COUNT], store % 2 == 1, false,
+                        (knob - BASE_KNOBS) / (WIDTH_COUNT * WIDTH_KNOBS) ? 2 : 1, 1, true};
+    }
     int first_width = 0, family = 0;
     while (family + 1 < FAMILY_COUNT && knob >= FAMILY_WIDTHS[family] * WIDTH_KNOBS * VARIANT_COUNT) {
         knob -= FAMILY_WIDTHS[family] * WIDTH_KNOBS * VARIANT_COUNT;
@@ -97,7 +110,7 @@ static knob_t decode(int knob)
     int direct = knob % direct_knobs, variant = knob / direct_knobs;
     return (knob_t){TILE_N[first_width + direct / WIDTH_KNOBS], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
                     variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1,
-                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1};
+                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1, false};
 }
 
 /* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N) and its tensor map:
@@ -106,6 +119,7 @@ static knob_t decode(int knob)
  * batch / batch_div[i] % batch_dim[i]). */
 typedef struct operand {
     const dnnjit__tensor_t *t;
+    int esize; /* bytes per element */
     int64_t rows;
     bool kmajor;
     int64_t outer_stride; /* elements between rows (K-major) or K steps (MN-major) */
@@ -136,6 +150,12 @@ typedef struct problem {
      * whole K would leave short of a float's precision. */
     bool promote;
     operand_t a, b;
+    /* The group's one output as TMA stores it (the TMA-store epilogue), when `storable`;
+     * `store_why` says why not otherwise. */
+    operand_t out;
+    dnnjit_tensor_t out_id;
+    bool storable;
+    char store_why[160];
     /* The scratch, bytes in all or 0: the grid barrier's counter (staging), split-K's
      * arrival counters (one per tile, from byte `counters`) and partial tiles (from byte
      * `partials`), then the staged copies; execute zeroes its first `zeroed` bytes. */
@@ -154,7 +174,7 @@ static int tile_k(const problem_t *p)
 static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, bool is_b, int esize, operand_t *o,
                        char *why, size_t why_size)
 {
-    *o = (operand_t){.t = t};
+    *o = (operand_t){.t = t, .esize = esize};
     const char *name = is_b ? "B" : "A";
     int nd = t->ndim;
     int row_axis = is_b ? nd - 1 : nd - 2, k_axis = is_b ? nd - 2 : nd - 1;
@@ -261,6 +281,30 @@ static int64_t round256(int64_t bytes)
     return (bytes + 255) / 256 * 256;
 }
 
+/* Whether the group's output can leave through TMA stores (p->storable and p->out, else
+ * p->store_why): the group's one output, 16-bit, of C's shape, its rows contiguous and its
+ * other strides ones TMA takes. */
+static void store_of(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p)
+{
+    const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->outputs[0]);
+    char why[200];
+    p->out_id = grp->outputs[0];
+    p->storable = false;
+    if (grp->output_count != 1)
+        snprintf(p->store_why, sizeof p->store_why, "the group writes %lld outputs, and TMA stores take one",
+                 (long long)grp->output_count);
+    else if (t->resolved_type != DNNJIT_DATA_TYPE_HALF && t->resolved_type != DNNJIT_DATA_TYPE_BFLOAT16)
+        snprintf(p->store_why, sizeof p->store_why, "output \"%s\" is %s, and TMA stores take HALF or BFLOAT16",
+                 t->name, dnnjit_data_type_name(t->resolved_type));
+    else if (t->ndim != p->c->ndim || memcmp(t->dim, p->c->dim, sizeof t->dim[0] * (size_t)t->ndim) != 0)
+        snprintf(p->store_why, sizeof p->store_why, "output \"%s\" is not of the product's shape", t->name);
+    else if (!operand_of(t, p->c, false, 2, &p->out, why, sizeof why) || !p->out.kmajor || p->out.staged)
+        snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has rows that are not contiguous, or strides "
+                 "that are not multiples of 16 bytes, which TMA stores need", t->name);
+    else
+        p->storable = true;
+}
+
 /* The problem of the group's matmul under knob kn (which lays out the scratch); false with
  * `why` when this engine cannot take it. */
 static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t *kn, problem_t *p, char *why,
@@ -336,6 +380,7 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
         ops[i]->offset = end;
         end = round256(end + ops[i]->lines * ops[i]->pitch);
     }
+    store_of(g, grp, p);
     /* Zeroed: the barrier's word and split-K's counters, all that precedes the partials. */
     p->zeroed = p->partials ? p->partials : staging(p) ? 4 : 0;
     p->scratch = p->zeroed ? end : 0;
@@ -363,13 +408,31 @@ static bool kernel_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, const pro
     return true;
 }
 
-static int64_t smem_bytes(const knob_t *kn)
+/* Shared memory but for the TMA-store epilogue's buffers: the 1024-byte alignment of the
+ * swizzled stages, the stages, two barriers per stage, split-K's verdict word (16 bytes,
+ * keeping what follows aligned), then the staged epilogue's rows. */
+static int64_t smem_besides_buffers(const knob_t *kn)
 {
-    /* The 1024-byte alignment of the swizzled stages, the stages, two barriers per stage,
-     * split-K's verdict word (16 bytes, keeping what follows aligned), then the staged
-     * epilogue's rows. */
     return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K_BYTES + 16 * kn->stages + 16 +
            (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
+}
+
+/* The boxes (64 rows of 64 16-bit outputs) in each consumer's TMA-store buffer, which sit
+ * after the stages: all of its 64 rows of the tile where shared memory allows, else the most
+ * that divide them (the consumer then stores its rows in rounds, each one written after TMA
+ * has read the last: four stages of 128x256 leave room for two of its four boxes). */
+static int out_boxes(const knob_t *kn)
+{
+    int boxes = kn->bn / 64;
+    for (int d = boxes; d > 1; d--)
+        if (boxes % d == 0 && smem_besides_buffers(kn) + 2 * d * OUT_BOX_BYTES <= SMEM_LIMIT)
+            return d;
+    return 1;
+}
+
+static int64_t smem_bytes(const knob_t *kn)
+{
+    return smem_besides_buffers(kn) + (kn->tma_store ? 2 * out_boxes(kn) * OUT_BOX_BYTES : 0);
 }
 
 /* Whether the problem has 64 rows or fewer (a linear layer on a few tokens): its tiles,
@@ -397,10 +460,10 @@ static int b_box_rows(const knob_t *kn)
 /* The tensor map of one operand over argument slot `slot` (its copy in the scratch, slot
  * `scratch_slot`, when staged): boxes of one 128-byte row (K elements when K-major, M or N
  * elements otherwise) by box_rows rows or a K tile. fp8 goes as bytes, which TMA copies as
- * they are. */
+ * they are. The output of the TMA-store epilogue is an operand [M, N] whose "K" is N. */
 static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int box_rows, int slot, int scratch_slot)
 {
-    uint64_t esize = (uint64_t)p->esize;
+    uint64_t esize = (uint64_t)o->esize;
     dnnjit__tma_operand_t t = {.slot = o->staged ? scratch_slot : slot,
                                .offset = o->staged ? (uint64_t)o->offset : 0,
                                .dtype = esize == 1                                       ? DNNJIT__TMA_DTYPE_UINT8
@@ -408,7 +471,7 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
                                                                                           : DNNJIT__TMA_DTYPE_FLOAT16,
                                .rank = 2 + o->batch_axes,
                                .swizzle = DNNJIT__TMA_SWIZZLE_128B};
-    t.dims[0] = (uint64_t)(o->kmajor ? p->k : o->rows);
+    t.dims[0] = (uint64_t)o->inner;
     t.dims[1] = (uint64_t)(o->kmajor ? o->rows : p->k);
     /* A stride along a single row is never used, but must still be one TMA accepts. */
     t.strides[0] = o->staged ? (uint64_t)o->pitch
@@ -427,9 +490,16 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
     return t;
 }
 
-/* Whether both tensor maps are ones cuTensorMapEncodeTiled takes for kernel k (whose
- * slots kernel_slots gave: strides below 2^40 bytes, dimensions below 2^32 elements);
- * `why` names the operand and the rule otherwise. */
+/* The tensor map of the TMA-store epilogue's output: boxes of 64 rows of 128 bytes. */
+static dnnjit__tma_operand_t store_map(const problem_t *p, const dnnjit__kernel_t *k)
+{
+    return tma_of(p, &p->out, 64, dnnjit__slot_of(k->tensors, k->tensor_count, p->out_id), k->scratch_slot);
+}
+
+/* Whether both operands' tensor maps (and the output's, for the TMA-store epilogue) are
+ * ones cuTensorMapEncodeTiled takes for kernel k (whose slots kernel_slots gave: strides
+ * below 2^40 bytes, dimensions below 2^32 elements); `why` names the tensor and the rule
+ * otherwise, or why the output cannot be stored by TMA at all. */
 static bool maps_valid(const problem_t *p, const knob_t *kn, const dnnjit__kernel_t *k, char *why, size_t why_size)
 {
     const operand_t *ops[2] = {&p->a, &p->b};
@@ -441,7 +511,17 @@ static bool maps_valid(const problem_t *p, const knob_t *kn, const dnnjit__kerne
             return false;
         }
     }
-    return true;
+    if (!kn->tma_store)
+        return true;
+    char rule[120];
+    dnnjit__tma_operand_t out;
+    if (!p->storable)
+        snprintf(why, why_size, "the TMA-store epilogue: %s", p->store_why);
+    else if (out = store_map(p, k), !dnnjit__tma_operand_valid(&out, k, rule, sizeof rule))
+        snprintf(why, why_size, "TMA cannot store output \"%s\": %s", p->out.t->name, rule);
+    else
+        return true;
+    return false;
 }
 
 static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
@@ -479,8 +559,8 @@ static void sm90_knob_name(int knob, char *buf, size_t size)
     char split[24] = "";
     if (kn.splits > 1)
         snprintf(split, sizeof split, "_splitk%d", kn.splits);
-    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages, kn.raster_n ? "_rn" : "",
-             kn.staged ? "_staged" : "", kn.cluster == 2 ? "_mc2" : "", split);
+    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages, kn.raster_n ? "_rn" : "",
+             kn.staged ? "_staged" : "", kn.tma_store ? "_tmastore" : "", kn.cluster == 2 ? "_mc2" : "", split);
 }
 
 /* How much narrower than the widest the tile is: 0 at 256 columns, 0.5 at 192, 1 at 128.
@@ -519,20 +599,25 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
     return kn->stages == 4 ? 0.0 : kn->stages == 5 ? 0.1 : 0.2;
 }
 
-/* A tie-breaker below the stage counts', from the H200 (bfdb6ca, 4096^3 bf16): the staged
- * epilogue first (178 us against cuBLAS's 182; its code needs no call per column pair and no
- * stack copy of the arguments, and its stores cover 64-byte row pieces), then the direct one
- * (196 us), and the clusters sharing B last: since their consumers' remote releases stopped
+/* A tie-breaker below the stage counts', from the H200: the epilogue through TMA stores
+ * first, which leaves the stores to TMA while the next tile's K walk runs (4096^3 bf16
+ * 171 us against 181-196 staged in one run, 8192^3 1595-1599 against 1644-1663, 8x4096^3
+ * with bias and relu 1670 against 1704, 8192^3 E4M3 on 128x192 tiles 907-917 against 930-936
+ * staged in clusters); then the staged epilogue (bfdb6ca, 4096^3 bf16: 178 us against
+ * cuBLAS's 182; its code needs no call per column pair and no stack copy of the arguments,
+ * and its stores cover 64-byte row pieces), then the direct one (196 us), and the clusters
+ * sharing B last, TMA-stored or staged: since their consumers' remote releases stopped
  * fencing the whole GPU's memory they run as fast as the staged tiles alone (4096^3 bf16
  * 207.6 us against 204.2, 8192^3 1582.6 against 1583.3, 8192^3 fp8 1053 against 1065), so
- * the L2 traffic they save is not what limits these tiles. Promoted fp8 on 128x192 tiles is
- * the exception, the clusters first: 8192^3 E4M3 took 941, 959 and 940 us clustered against
- * 957, 977 and 980 alone in three runs (1ed6a7b and two of its drafts). */
+ * the L2 traffic they save is not what limits these tiles. Promoted fp8 on 128x192 tiles
+ * staged is the exception, the clusters first: 8192^3 E4M3 took 941, 959 and 940 us
+ * clustered against 957, 977 and 980 alone in three runs (1ed6a7b and two of its drafts);
+ * with TMA stores it took 909 and 931 clustered, 907 and 917 alone, in two runs. */
 static double variant_rank(const problem_t *p, const knob_t *kn)
 {
     if (p->promote && kn->cluster == 2)
         return -0.01;
-    return kn->cluster == 2 ? 0.02 : kn->staged ? 0.0 : 0.01;
+    return kn->cluster == 2 ? 0.02 : kn->tma_store ? -0.03 : kn->staged ? 0.0 : 0.01;
 }
 
 /* Microseconds split-K adds to a tile: each split stores its partial sums of the tile's rows
@@ -639,7 +724,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     problem_t p;
     char why[200];
     (void)knob;
-    knob_t narrow = {128, 4, false, false, 1, 1};
+    knob_t narrow = {128, 4, false, false, 1, 1, false};
     if (!describe(g, grp, &narrow, &p, why, sizeof why))
         return true;
     int64_t tiles = p.batch * tiles_of(&p, &narrow);
@@ -737,8 +822,8 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr int DJ_ESIZE = %d, DJ_WK = %d;\n", p.esize, 32 / p.esize);
     dnnjit__sb_printf(&sb, "constexpr int DJ_BM = %d, DJ_BN = %d, DJ_BK = %d, DJ_STAGES = %d, DJ_GROUP = %d;\n", TILE_M,
                       kn.bn, tile_k(&p), kn.stages, GROUP);
-    dnnjit__sb_printf(&sb, "constexpr bool DJ_RASTER_N = %s, DJ_STAGED_EPILOGUE = %s;\n",
-                      kn.raster_n ? "true" : "false", kn.staged ? "true" : "false");
+    dnnjit__sb_printf(&sb, "constexpr bool DJ_RASTER_N = %s, DJ_STAGED_EPILOGUE = %s, DJ_TMA_STORE = %s;\n",
+                      kn.raster_n ? "true" : "false", kn.staged ? "true" : "false", kn.tma_store ? "true" : "false");
     dnnjit__sb_printf(&sb, "constexpr int DJ_EPI_COLS = %d, DJ_EPI_STRIDE = %d, DJ_CLUSTER = %d;\n", EPI_COLS,
                       EPI_STRIDE, kn.cluster);
     dnnjit__sb_printf(&sb, "#define DJ_CLUSTER_DIMS %s\n", kn.cluster == 2 ? "__cluster_dims__(2, 1, 1)" : "");
@@ -751,6 +836,14 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       p.promote ? "true" : "false");
     emit_batch_coords(&sb, "a", &p.a);
     emit_batch_coords(&sb, "b", &p.b);
+    const operand_t none = {0};
+    emit_batch_coords(&sb, "c", kn.tma_store ? &p.out : &none);
+    dnnjit__sb_printf(&sb, "using DjOut = %s;\nconstexpr int DJ_C_RANK = %d, DJ_OUT_BOXES = %d;\n",
+                      kn.tma_store ? dnnjit__cuda_type(p.out.t->resolved_type) : "dj_half",
+                      kn.tma_store ? 2 + p.out.batch_axes : 2, kn.tma_store ? out_boxes(&kn) : 1);
+    dnnjit__sb_printf(&sb, "#define DJ_STORE_MAP_PARAM %s\n#define DJ_STORE_MAP %s\n",
+                      kn.tma_store ? ", const __grid_constant__ DjTensorMap map_c" : "",
+                      kn.tma_store ? "&map_c" : "nullptr");
     dnnjit__sb_printf(&sb, "constexpr bool DJ_STAGING = %s;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n",
                       staging(&p) ? "true" : "false", k->scratch_slot);
     dnnjit__sb_printf(&sb, "constexpr int DJ_SPLITS = %d;\n", kn.splits);
@@ -779,15 +872,17 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->block[0] = THREADS;
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&kn);
-    k->tma_count = 2;
+    k->tma_count = kn.tma_store ? 3 : 2;
     k->tma[0] = tma_of(&p, &p.a, a_box_rows(&p), slot_a, k->scratch_slot);
     k->tma[1] = tma_of(&p, &p.b, b_box_rows(&kn), slot_b, k->scratch_slot);
+    if (kn.tma_store)
+        k->tma[2] = store_map(&p, k);
     return DNNJIT_STATUS_SUCCESS;
 }
 
 const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
     .name = "gemm_sm90",
-    .knob_count = WIDTH_COUNT * WIDTH_KNOBS * VARIANT_COUNT,
+    .knob_count = BASE_KNOBS + STORE_KNOBS,
     .supports = sm90_supports,
     .knob_name = sm90_knob_name,
     .cost = sm90_cost,
