@@ -2,7 +2,8 @@
  * and fp32 mode that supports the case), against the float64 reference on fresh random
  * data with poisoned outputs: fp16, bf16 and fp32 inputs; odd sizes; A and B in row- and
  * column-major order, padded and unaligned leading dimensions; broadcast batches; fused
- * epilogues; operands computed by fused pointwise prologues, in modes A, B and FALLBACK.
+ * epilogues; operands computed by fused pointwise prologues, in modes A, B and FALLBACK;
+ * inputs of two types (multiplied in fp32).
  * Plans noted REDUCED_PRECISION (TF32) are held to 1e-3. Skipped (77) without a GPU. */
 #include "gpu_util.h"
 
@@ -21,10 +22,18 @@ typedef struct gemm_case {
     tu_gemm_epilogue_t epilogue;
 } gemm_case_t;
 
+/* A's and B's types in memory; 0 for the case's io type. */
+typedef struct operand_types {
+    dnnjit_data_type_t a, b;
+} operand_types_t;
+
+static const operand_types_t IO_TYPES = {0, 0};
+
 /* Pointwise nodes computing an operand, fused into the matmul's group as its prologue.
  * NONZERO_AT_ZERO (A = X + 1, B = exp(W)) would add to every product through the K padding
- * if the edge were filled with the prologue's value at zero. */
-typedef enum prologue { NO_PROLOGUE, RELU_A, SCALE_B, CAST_A, ADD_A, NONZERO_AT_ZERO } prologue_t;
+ * if the edge were filled with the prologue's value at zero. WIDE_SCALE_B is SCALE_B with
+ * its result left in the graph's FLOAT intermediate type, beside a 16-bit A. */
+typedef enum prologue { NO_PROLOGUE, RELU_A, SCALE_B, CAST_A, ADD_A, NONZERO_AT_ZERO, WIDE_SCALE_B } prologue_t;
 
 typedef struct prologue_case {
     gemm_case_t gemm;
@@ -49,7 +58,7 @@ static void strides_for(layout_t layout, int64_t rows, int64_t cols, int64_t str
 /* Operand t (A, or B when is_b) through the case's prologue when it has one on that side:
  * relu(X); X * scale with scale broadcast over the batch and K; X cast from FLOAT to the
  * case's type; X + Y with Y broadcast over the batch; X + 1 or exp(X). The operand takes
- * the case's type, so that the GEMM engine sees matching inputs. */
+ * the case's type, but for WIDE_SCALE_B's, which stays FLOAT. */
 static dnnjit_tensor_t with_prologue(dnnjit_graph_t g, const gemm_case_t *c, prologue_t pro, dnnjit_tensor_t t,
                                      bool is_b)
 {
@@ -58,7 +67,7 @@ static dnnjit_tensor_t with_prologue(dnnjit_graph_t g, const gemm_case_t *c, pro
     dnnjit_tensor_t other = 0, out;
     if (pro == RELU_A && !is_b) {
         mode = DNNJIT_POINTWISE_RELU_FWD;
-    } else if (pro == SCALE_B && is_b) {
+    } else if ((pro == SCALE_B || pro == WIDE_SCALE_B) && is_b) {
         mode = DNNJIT_POINTWISE_MUL;
         other = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, cols), NULL, 0);
     } else if (pro == ADD_A && !is_b) {
@@ -77,19 +86,20 @@ static dnnjit_tensor_t with_prologue(dnnjit_graph_t g, const gemm_case_t *c, pro
         return t;
     }
     TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = mode}, t, other, 0, &out));
-    TU_OK(dnnjit_tensor_set_data_type(g, out, c->io));
+    if (pro != WIDE_SCALE_B)
+        TU_OK(dnnjit_tensor_set_data_type(g, out, c->io));
     return out;
 }
 
-static dnnjit_graph_t build_case(const gemm_case_t *c, prologue_t pro)
+static dnnjit_graph_t build_case(const gemm_case_t *c, prologue_t pro, operand_types_t types)
 {
     dnnjit_graph_t g = tu_gpu_graph(c->io);
     int64_t sa[3], sb[3];
     strides_for(c->a_layout, c->m, c->k, sa);
     strides_for(c->b_layout, c->k, c->n, sb);
     dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(c->batch_a, c->m, c->k), sa,
-                                  pro == CAST_A ? DNNJIT_DATA_TYPE_FLOAT : 0);
-    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(c->batch_b, c->k, c->n), sb, 0);
+                                  pro == CAST_A ? DNNJIT_DATA_TYPE_FLOAT : types.a);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(c->batch_b, c->k, c->n), sb, types.b);
     a = with_prologue(g, c, pro, a, false);
     b = with_prologue(g, c, pro, b, true);
     dnnjit_tensor_t y;
@@ -101,11 +111,11 @@ static dnnjit_graph_t build_case(const gemm_case_t *c, prologue_t pro)
 
 /* Runs the case's plans (the first `limit` of those modes A and B list, or all when limit
  * is 0); returns how many were tensor-core GEMM plans. */
-static int run_case(const gemm_case_t *c, prologue_t pro, int64_t limit)
+static int run_case(const gemm_case_t *c, prologue_t pro, operand_types_t types, int64_t limit)
 {
     static uint64_t rng = 0x243f6a8885a308d3ull;
     static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
-    dnnjit_graph_t g = build_case(c, pro);
+    dnnjit_graph_t g = build_case(c, pro, types);
     TU_OK(dnnjit_graph_build(g, modes, 2));
     int64_t plans = 0;
     int gemm_plans = 0;
@@ -136,7 +146,7 @@ static int run_case(const gemm_case_t *c, prologue_t pro, int64_t limit)
 static void run_all(const gemm_case_t *cases, size_t count)
 {
     for (size_t i = 0; i < count; i++)
-        if (run_case(&cases[i], NO_PROLOGUE, strncmp(cases[i].label, "every knob", 10) == 0 ? 0 : 4) == 0)
+        if (run_case(&cases[i], NO_PROLOGUE, IO_TYPES, strncmp(cases[i].label, "every knob", 10) == 0 ? 0 : 4) == 0)
             fail_msg("%s: no tensor-core GEMM plan was offered", cases[i].label);
 }
 
@@ -245,6 +255,10 @@ static const prologue_case_t prologue_cases[] = {
      NONZERO_AT_ZERO},
     {{"prologue relu A 77x1000x7 float", DNNJIT_DATA_TYPE_FLOAT, 1, 3, 77, 1000, 7, COL, ROW, TU_PLAIN}, RELU_A},
     {{"prologue add A 7x77x1000 float", DNNJIT_DATA_TYPE_FLOAT, 2, 2, 7, 77, 1000, ROW, COL, TU_ROW_BIAS_RESIDUAL}, ADD_A},
+    {{"prologue wide scale B 1000x77x1000 half", DNNJIT_DATA_TYPE_HALF, 3, 1, 1000, 77, 1000, ROW, ROW, TU_BIAS_RELU},
+     WIDE_SCALE_B},
+    {{"prologue wide scale B col 77x7x4097 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 77, 7, 4097, COL, COL, TU_PLAIN},
+     WIDE_SCALE_B},
 };
 
 enum { PROLOGUE_CASE_COUNT = sizeof prologue_cases / sizeof prologue_cases[0] };
@@ -253,7 +267,7 @@ static void prologues(void **state)
 {
     (void)state;
     for (size_t i = 0; i < PROLOGUE_CASE_COUNT; i++)
-        if (run_case(&prologue_cases[i].gemm, prologue_cases[i].prologue, 4) == 0)
+        if (run_case(&prologue_cases[i].gemm, prologue_cases[i].prologue, IO_TYPES, 4) == 0)
             fail_msg("%s: no tensor-core GEMM plan was offered", prologue_cases[i].gemm.label);
 }
 
@@ -265,10 +279,34 @@ static void prologues_fallback(void **state)
     static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_FALLBACK};
     for (size_t i = 0; i < PROLOGUE_CASE_COUNT; i++) {
         const gemm_case_t *c = &prologue_cases[i].gemm;
-        dnnjit_graph_t g = build_case(c, prologue_cases[i].prologue);
+        dnnjit_graph_t g = build_case(c, prologue_cases[i].prologue, IO_TYPES);
         tu_gpu_check(g, modes, 1, -1.0, 1.0, tu_tolerance(c->io), c->label);
         dnnjit_graph_destroy(g);
     }
+}
+
+/* Inputs of two types in memory, multiplied in fp32: a 16-bit operand beside a FLOAT one, in
+ * either order and layout, and the two 16-bit types together. */
+static void mixed_types(void **state)
+{
+    (void)state;
+    static const struct {
+        gemm_case_t gemm;
+        operand_types_t types;
+    } cases[] = {
+        {{"half A, float B 77x1000x1000", DNNJIT_DATA_TYPE_HALF, 2, 2, 77, 1000, 1000, ROW, ROW, TU_BIAS_RELU},
+         {0, DNNJIT_DATA_TYPE_FLOAT}},
+        {{"float A col, bf16 B 7x77x4097", DNNJIT_DATA_TYPE_BFLOAT16, 1, 3, 7, 77, 4097, COL, ROW, TU_PLAIN},
+         {DNNJIT_DATA_TYPE_FLOAT, 0}},
+        {{"bf16 A, half B col 130x70x99", DNNJIT_DATA_TYPE_HALF, 2, 2, 130, 70, 99, ROW_UNALIGNED, COL,
+          TU_ROW_BIAS_RESIDUAL},
+         {DNNJIT_DATA_TYPE_BFLOAT16, 0}},
+        {{"half A bcast, float B 1x1x1", DNNJIT_DATA_TYPE_HALF, 1, 4, 1, 1, 1, ROW, ROW, TU_PLAIN},
+         {0, DNNJIT_DATA_TYPE_FLOAT}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (run_case(&cases[i].gemm, NO_PROLOGUE, cases[i].types, 4) == 0)
+            fail_msg("%s: no tensor-core GEMM plan was offered", cases[i].gemm.label);
 }
 
 /* A 4-D batch: A [2, 3, M, K] against B [2, 1, K, N] (B broadcast along the second axis). */
@@ -303,6 +341,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(four_d_batch),
         cmocka_unit_test(prologues),
         cmocka_unit_test(prologues_fallback),
+        cmocka_unit_test(mixed_types),
     };
     return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }

@@ -1,8 +1,8 @@
 /* The tensor-core GEMM engine without a GPU: which groups and knobs it takes and refuses,
  * the same source for the same plan, every knob compiling with NVRTC for sm_80 and sm_90a in
  * every input type and operand order, the heuristics' order, split-K's workspace, and the
- * TF32 plans' REDUCED_PRECISION note, operands computed by fused prologues. Needs
- * NVRTC; skipped without it. */
+ * TF32 plans' REDUCED_PRECISION note, operands computed by fused prologues, inputs of two
+ * types. Needs NVRTC; skipped without it. */
 #include "util.h"
 
 #include "engine/engine.h"
@@ -240,6 +240,67 @@ static void prologue_every_type(void **state)
             assert_int_equal(check_knobs(g, false), 1);
             dnnjit_graph_destroy(g);
         }
+}
+
+/* Inputs of two types: A of one type and B of another in memory, or B computed by a
+ * prologue whose result stays in the graph's FLOAT intermediate type (B = W * scale). The
+ * product is FLOAT (exact, and a TF32 knob), the tiles float, and a 16-bit operand read
+ * element by element and widened; the first knob compiles for sm_80 and sm_90a. */
+static void mixed_input_types(void **state)
+{
+    (void)state;
+    static const struct {
+        dnnjit_data_type_t a, b;
+        bool scale_b;
+        const char *ma, *mb;
+    } cases[] = {
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, false, "dj_half", "float"},
+        {DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_BFLOAT16, false, "float", "dj_bf16"},
+        {DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_HALF, false, "dj_bf16", "dj_half"},
+        {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_HALF, true, "dj_half", "float"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_HALF);
+        dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(2, 77, 1000), NULL, cases[i].a);
+        dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(2, 1000, 64), NULL, cases[i].b), c;
+        if (cases[i].scale_b) {
+            dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, 64), NULL, 0);
+            TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "scale_b", .mode = DNNJIT_POINTWISE_MUL},
+                                         b, scale, 0, &b));
+        }
+        TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+        TU_OK(dnnjit_tensor_set_output(g, c, true));
+        TU_OK(dnnjit_graph_validate(g));
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        assert_int_equal(p.group_count, 1);
+        bool exact = false, tf32 = false;
+        for (int knob = 0; knob < engine->knob_count; knob++) {
+            char name[64];
+            engine->knob_name(knob, name, sizeof name);
+            bool taken = engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0);
+            exact |= taken && !strstr(name, "tf32");
+            tf32 |= taken && strstr(name, "tf32");
+        }
+        assert_true(exact && tf32);
+        dnnjit__kernel_t k;
+        TU_OK(engine->generate(g, &p, &p.groups[0], 0, &k));
+        char want[128];
+        snprintf(want, sizeof want, "typedef float dj_ta;\ntypedef float dj_tb;\ntypedef %s dj_ma;\ntypedef %s dj_mb;\n",
+                 cases[i].ma, cases[i].mb);
+        if (!strstr(k.source, want))
+            fail_msg("case %zu: the source lacks \"%s\"", i, want);
+        /* A 16-bit operand in memory is widened element by element, never copied as bytes. */
+        if (cases[i].a != DNNJIT_DATA_TYPE_FLOAT)
+            assert_non_null(strstr(k.source, "DJ_A_VEC = false"));
+        if (cases[i].b != DNNJIT_DATA_TYPE_FLOAT && !cases[i].scale_b)
+            assert_non_null(strstr(k.source, "DJ_B_VEC = false"));
+        check_prologue_source(k.source, 'B', cases[i].scale_b, "mixed");
+        dnnjit__kernel_free(&k);
+        dnnjit__partition_free(&p);
+        assert_int_equal(check_knobs(g, false), 1);
+        dnnjit_graph_destroy(g);
+    }
 }
 
 /* The layout the generator describes follows the strides: a column-major A is read M-major. */
@@ -509,6 +570,7 @@ int main(void)
         cmocka_unit_test(every_operand_order),
         cmocka_unit_test(occupancy_knob),
         cmocka_unit_test(prologue_every_type),
+        cmocka_unit_test(mixed_input_types),
         cmocka_unit_test(every_knob_every_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,13 @@ struct dj_e4m3 { unsigned char bits; };
 struct dj_e5m2 { unsigned char bits; };
 struct dj_bool { unsigned char bits; };
 
+template <typename A, typename B> struct dj_same_type {
+    static constexpr bool value = false;
+};
+template <typename A> struct dj_same_type<A, A> {
+    static constexpr bool value = true;
+};
+
 // ---- conversions to float ----------------------------------------------------------
 
 __device__ __forceinline__ float dj_to_float(float v) { return v; }

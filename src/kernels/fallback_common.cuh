@@ -11,13 +11,6 @@
 //                               default: 0, or the attribute for EPSILON)
 //   void   dj_st_P(off, v, args) stores it (an output nobody reads is not stored)
 
-template <typename A, typename B> struct dj_same_type {
-    static constexpr bool value = false;
-};
-template <typename A> struct dj_same_type<A, A> {
-    static constexpr bool value = true;
-};
-
 // Exact conversions to double where the type has more precision than float.
 __device__ __forceinline__ double dj_to_double(double v) { return v; }
 __device__ __forceinline__ double dj_to_double(float v) { return v; }

@@ -4,7 +4,11 @@
 // its warps each own a DJ_WM x DJ_WN sub-tile.
 //
 // The generator places before this file:
-//   dj_ta, dj_tb              storage types of A and B (dj_half, dj_bf16 or float)
+//   dj_ta, dj_tb              types of A's and B's tiles in shared memory (both dj_half, both
+//                             dj_bf16 or both float)
+//   dj_ma, dj_mb              types of A and B themselves: those of the tiles, or for a
+//                             product of two types, one of them 16-bit (widened as its tiles
+//                             are filled; see dj_widen)
 //   DJ_KIND                   0 fp16, 1 bf16, 2 tf32, 3 fp32 as three tf32 products
 //   DJ_BM DJ_BN DJ_BK DJ_WM DJ_WN DJ_STAGES DJ_SPLITK DJ_GROUP_M   the knobs
 //   DJ_MIN_BLOCKS             CTAs per SM the register allocation must leave room for
@@ -158,13 +162,22 @@ __device__ __forceinline__ void dj_fill_elements(T *stage, int mn0, dj_i64 k0, c
     }
 }
 
-// Copies K tiles of one operand (extent MN along M or N, strides SMN and SK) into shared
-// memory, zeros outside the matrix. Each thread's place in the tile, its source pointer and
+// v, a value of the operand's own type M, in its tile's type T: the same, or float.
+template <typename M, typename T> __device__ __forceinline__ T dj_widen(M v)
+{
+    if constexpr (dj_same_type<M, T>::value)
+        return v;
+    else
+        return dj_from_float<T>(dj_to_float(v));
+}
+
+// Copies K tiles of one operand (of type M in memory; extent MN along M or N, strides SMN and
+// SK) into shared memory as T, zeros outside the matrix. Each thread's place in the tile, its source pointer and
 // which of its rows lie inside the matrix are worked out once; a tile then costs one
 // pointer step and one cp.async per 16-byte chunk (the K edge is checked only on a tile
-// that crosses it). Without VEC, or with a base pointer that is not 16-byte aligned, the
-// copy goes element by element instead.
-template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bool VEC> struct DjCopy {
+// that crosses it). Without VEC (which an operand widened from M to T never has), or with a
+// base pointer that is not 16-byte aligned, the copy goes element by element instead.
+template <typename M, typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bool VEC> struct DjCopy {
     typedef DjTile<T, KMAJOR, MNT> Tile;
     static constexpr int VE = 16 / (int)sizeof(T);
     // Every tile along MN lies wholly inside the matrix: no row or chunk is cut by its edge.
@@ -178,14 +191,14 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bo
     static constexpr dj_i64 TILE_STEP = DJ_BK * SK; // elements from one K tile to the next
     static_assert(DJ_THREADS % PER_ROW == 0 && OUTER % ROWS_PER_PASS == 0, "tile copy shape");
 
-    const T *g, *src; // the operand; this thread's first chunk in the CTA's first K tile
+    const M *g, *src; // the operand; this thread's first chunk in the CTA's first K tile
     dj_i64 k_first;   // that tile's first K index
     int mn0, outer0, inner0, dst;
     unsigned rows_in; // K-major: bit p set when pass p's row lies inside the matrix
     int mn_bytes;     // MN-major: bytes of this thread's chunk inside the matrix (0..16)
     bool vec;
 
-    __device__ __forceinline__ DjCopy(const T *g_, int mn0_, dj_i64 k_first_, bool aligned)
+    __device__ __forceinline__ DjCopy(const M *g_, int mn0_, dj_i64 k_first_, bool aligned)
         : g(g_), k_first(k_first_), mn0(mn0_), vec(VEC && aligned)
     {
         outer0 = (int)threadIdx.x / PER_ROW;
@@ -213,7 +226,7 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bo
             copy_elements(stage, k0);
             return;
         }
-        const T *base = src + (dj_i64)t * TILE_STEP;
+        const M *base = src + (dj_i64)t * TILE_STEP;
         const bool whole = DJ_K_WHOLE || k0 + DJ_BK <= DJ_K;
 #pragma unroll
         for (int p = 0; p < PASSES; p++) {
@@ -237,7 +250,8 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, dj_i64 SK, bo
     // every copy, it doubles the kernel's compile time.
     __device__ __noinline__ void copy_elements(T *stage, dj_i64 k0) const
     {
-        dj_fill_elements<T, KMAJOR, MNT, MN>(stage, mn0, k0, [&](dj_i64 mn, dj_i64 k) { return g[mn * SMN + k * SK]; });
+        dj_fill_elements<T, KMAJOR, MNT, MN>(stage, mn0, k0,
+                                             [&](dj_i64 mn, dj_i64 k) { return dj_widen<M, T>(g[mn * SMN + k * SK]); });
     }
 };
 
@@ -252,11 +266,11 @@ __device__ float dj_a_prologue(dj_i64 batch, dj_i64 row, dj_i64 col, const DjArg
 __device__ float dj_b_prologue(dj_i64 batch, dj_i64 row, dj_i64 col, const DjArgs &args);
 
 // Copies K tiles of operand SLOT (0: A, 1: B) computed by its prologue, element by element
-// (registers, compute, shared memory): each element is evaluated in fp32 and rounded to T,
-// the operand's type, as the unfused graph would store it. Elements outside the matrix are
+// (registers, compute, shared memory): each element is evaluated in fp32 and rounded to M,
+// the operand's type, as the unfused graph would store it, then held as T, its tile's. Elements outside the matrix are
 // stored as zero, not as the prologue's value there: a prologue such as x + 1 is not zero
 // at zero, and the K padding must add nothing to the products.
-template <typename T, bool KMAJOR, int MNT, dj_i64 MN, int SLOT> struct DjPrologueCopy {
+template <typename M, typename T, bool KMAJOR, int MNT, dj_i64 MN, int SLOT> struct DjPrologueCopy {
     const DjArgs *args;
     dj_i64 batch, k_first;
     int mn0;
@@ -267,9 +281,9 @@ template <typename T, bool KMAJOR, int MNT, dj_i64 MN, int SLOT> struct DjProlog
     {
         dj_fill_elements<T, KMAJOR, MNT, MN>(stage, mn0, k0, [&](dj_i64 mn, dj_i64 k) {
             if constexpr (SLOT == 0)
-                return dj_from_float<T>(dj_a_prologue(batch, mn, k, *args));
+                return dj_widen<M, T>(dj_from_float<M>(dj_a_prologue(batch, mn, k, *args)));
             else
-                return dj_from_float<T>(dj_b_prologue(batch, k, mn, *args));
+                return dj_widen<M, T>(dj_from_float<M>(dj_b_prologue(batch, k, mn, *args)));
         });
     }
 };
@@ -280,17 +294,17 @@ template <int SLOT> __device__ __forceinline__ auto dj_operand_copy(const DjArgs
                                                                    dj_i64 k_first)
 {
     if constexpr (SLOT == 0 && DJ_A_PROLOGUE) {
-        return DjPrologueCopy<dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, 0>{&args, batch, k_first, mn0};
+        return DjPrologueCopy<dj_ma, dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, 0>{&args, batch, k_first, mn0};
     } else if constexpr (SLOT == 0) {
-        const dj_ta *const g = (const dj_ta *)args.ptr[DJ_A_SLOT] + dj_a_batch(batch);
-        return DjCopy<dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC>(g, mn0, k_first,
-                                                                                 ((dj_u64)g & 15) == 0);
+        const dj_ma *const g = (const dj_ma *)args.ptr[DJ_A_SLOT] + dj_a_batch(batch);
+        return DjCopy<dj_ma, dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC>(g, mn0, k_first,
+                                                                                        ((dj_u64)g & 15) == 0);
     } else if constexpr (DJ_B_PROLOGUE) {
-        return DjPrologueCopy<dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, 1>{&args, batch, k_first, mn0};
+        return DjPrologueCopy<dj_mb, dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, 1>{&args, batch, k_first, mn0};
     } else {
-        const dj_tb *const g = (const dj_tb *)args.ptr[DJ_B_SLOT] + dj_b_batch(batch);
-        return DjCopy<dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC>(g, mn0, k_first,
-                                                                                 ((dj_u64)g & 15) == 0);
+        const dj_mb *const g = (const dj_mb *)args.ptr[DJ_B_SLOT] + dj_b_batch(batch);
+        return DjCopy<dj_mb, dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC>(g, mn0, k_first,
+                                                                                        ((dj_u64)g & 15) == 0);
     }
 }
 
