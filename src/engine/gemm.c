@@ -544,7 +544,9 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
         return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED, "gemm engine: matmul \"%s\": %s",
                             g->nodes[grp->first_node].name, why ? why : "too many tensors for one kernel");
     kind_t kind = p.kind == KIND_F32X3 && kn.tf32 ? KIND_TF32 : p.kind;
-    const char *tile_type = p.kind == KIND_F16 ? "dj_half" : p.kind == KIND_BF16 ? "dj_bf16" : "float";
+    const char *tile_type = dnnjit__cuda_type(p.kind == KIND_F16    ? DNNJIT_DATA_TYPE_HALF
+                                              : p.kind == KIND_BF16 ? DNNJIT_DATA_TYPE_BFLOAT16
+                                                                    : DNNJIT_DATA_TYPE_FLOAT);
     int bk = p.kind >= KIND_TF32 ? kn.tile.bk / 2 : kn.tile.bk;
 
     dnnjit__strbuf_t sb = {0};

@@ -281,15 +281,18 @@ static int64_t round256(int64_t bytes)
     return (bytes + 255) / 256 * 256;
 }
 
-/* Whether the group's output can leave through TMA stores (p->storable and p->out, else
- * p->store_why): the group's one output, 16-bit, of C's shape, its rows contiguous and its
- * other strides ones TMA takes. */
-static void store_of(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p)
+/* For a TMA-store knob, whether the group's output can leave through TMA stores
+ * (p->storable and p->out, else p->store_why): the group's one output, 16-bit, of C's
+ * shape, its rows contiguous and its other strides ones TMA takes. Other knobs never store
+ * through TMA and leave p->storable false. */
+static void store_of(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t *kn, problem_t *p)
 {
     const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->outputs[0]);
     char why[200];
     p->out_id = grp->outputs[0];
     p->storable = false;
+    if (!kn->tma_store)
+        return;
     if (grp->output_count != 1)
         snprintf(p->store_why, sizeof p->store_why, "the group writes %lld outputs, and TMA stores take one",
                  (long long)grp->output_count);
@@ -380,7 +383,7 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
         ops[i]->offset = end;
         end = round256(end + ops[i]->lines * ops[i]->pitch);
     }
-    store_of(g, grp, p);
+    store_of(g, grp, kn, p);
     /* Zeroed: the barrier's word and split-K's counters, all that precedes the partials. */
     p->zeroed = p->partials ? p->partials : staging(p) ? 4 : 0;
     p->scratch = p->zeroed ? end : 0;

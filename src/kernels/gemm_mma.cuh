@@ -190,6 +190,7 @@ template <typename M, typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, d
     static constexpr dj_i64 OUTER_STRIDE = KMAJOR ? SMN : SK;
     static constexpr dj_i64 TILE_STEP = DJ_BK * SK; // elements from one K tile to the next
     static_assert(DJ_THREADS % PER_ROW == 0 && OUTER % ROWS_PER_PASS == 0, "tile copy shape");
+    static_assert(!VEC || dj_same_type<M, T>::value, "a widened operand is copied element by element");
 
     const M *g, *src; // the operand; this thread's first chunk in the CTA's first K tile
     dj_i64 k_first;   // that tile's first K index
