@@ -25,7 +25,10 @@
  *                            bf16 and fp16 at 2048^3, 4096^3 and 8192^3, the LLM shapes
  *                            M in {1, 16, 128, 4096} x (N, K) in {(4096, 4096),
  *                            (14336, 4096), (4096, 14336)} with B an nn.Linear weight
- *                            [N, K] seen as [K, N], 4097x4095x4099 and 1000x77x1000
+ *                            [N, K] seen as [K, N], 4097x4095x4099 and 1000x77x1000, and
+ *                            fp32 4096^3 and 8192^3 with B a weight, timed on mode A's
+ *                            first plan noted REDUCED_PRECISION (TF32), and mode A's first
+ *                            plan (exact) as exact_us
  *   dnnjit-bench gemm --sweep-all-plans [FILTER]
  *                            the same, but every tensor-core plan modes A and B list for
  *                            each sweep case is built and timed: one line per plan
@@ -543,11 +546,27 @@ static void print_sweep_case(const gemm_case_t *c, double us, const char *plan)
     printf("{\"case\": \"%s\", \"us\": %.2f, \"tflops\": %.1f, \"plan\": \"%s\", \"io\": \"%s\", \"m\": %lld, "
            "\"n\": %lld, \"k\": %lld, \"b_weight\": %s",
            c->name, us, 2.0 * (double)c->m * (double)c->n * (double)c->k / us / 1e6, plan,
-           c->io == DNNJIT_DATA_TYPE_HALF ? "fp16" : "bf16", (long long)c->m, (long long)c->n, (long long)c->k,
+           c->io == DNNJIT_DATA_TYPE_HALF ? "fp16" : c->io == DNNJIT_DATA_TYPE_FLOAT ? "tf32" : "bf16", (long long)c->m, (long long)c->n, (long long)c->k,
            c->b_weight ? "true" : "false");
 }
 
-/* Times the plan mode A picks for a sweep case. */
+/* The index of the first plan of g's list noted REDUCED_PRECISION, or -1. */
+static int64_t first_reduced_plan(dnnjit_graph_t g)
+{
+    int64_t plans = 0;
+    CHECK(dnnjit_graph_get_plan_count(g, &plans));
+    for (int64_t p = 0; p < plans; p++) {
+        uint32_t notes = 0;
+        CHECK(dnnjit_graph_get_plan_behavior_notes(g, p, &notes));
+        if (notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION)
+            return p;
+    }
+    return -1;
+}
+
+/* Times the plan mode A picks for a sweep case; for FLOAT inputs, the first plan mode A
+ * lists noted REDUCED_PRECISION (TF32, the plan of a caller who accepts it, as cuBLAS's
+ * TF32 mode does), and mode A's pick (exact) as exact_us. */
 static void bench_gemm_mode_a(dnnjit_handle_t h, const gemm_case_t *c)
 {
     dnnjit_tensor_t io[4];
@@ -557,12 +576,24 @@ static void bench_gemm_mode_a(dnnjit_handle_t h, const gemm_case_t *c)
     dnnjit_variant_t pack[4];
     size_t count = gemm_buffers(g, c, io, buf, pack);
     double us = gemm_time_built(g, pack, count);
-    char *plan = NULL;
+    char *plan = NULL, *exact = NULL;
     CHECK(dnnjit_graph_get_plan_name(g, 0, &plan));
-    print_sweep_case(c, us, plan);
+    int64_t reduced = c->io == DNNJIT_DATA_TYPE_FLOAT ? first_reduced_plan(g) : -1;
+    if (reduced >= 0) {
+        double exact_us = us;
+        exact = plan;
+        CHECK(dnnjit_graph_build_plan_at_index(g, reduced));
+        us = gemm_time_built(g, pack, count);
+        CHECK(dnnjit_graph_get_plan_name(g, reduced, &plan));
+        print_sweep_case(c, us, plan);
+        printf(", \"exact_us\": %.2f, \"exact_plan\": \"%s\"", exact_us, exact);
+    } else {
+        print_sweep_case(c, us, plan);
+    }
     printf("}\n");
     fflush(stdout);
     dnnjit_free(plan);
+    dnnjit_free(exact);
     for (size_t i = 0; i < count; i++)
         dnnjit__cuda()->cuMemFree(buf[i]);
     dnnjit_graph_destroy(g);
@@ -593,7 +624,7 @@ static void bench_gemm_all_plans(dnnjit_handle_t h, const gemm_case_t *c)
 /* The issue-5 sweep (see the head of this file), one case after another: 6 cubes, 12
  * linear shapes and 2 odd ones; mode A's plan of each, or with all_plans every plan, of the
  * cases whose names contain `filter` (all when NULL). */
-enum { SWEEP_CASES = 6 + 12 + 2 };
+enum { SWEEP_CASES = 6 + 12 + 2 + 2 };
 
 typedef char sweep_name_t[96]; /* room for three 20-digit sizes */
 
@@ -625,6 +656,12 @@ static int sweep_cases(const char *filter, sweep_name_t names[SWEEP_CASES], gemm
                  (long long)odd[i][1], (long long)odd[i][2]);
         cases[count] = (gemm_case_t){names[count], DNNJIT_DATA_TYPE_BFLOAT16, 1, odd[i][0], odd[i][1], odd[i][2],
                                      false, false, 0};
+        count++;
+    }
+    for (int64_t size = 4096; size <= 8192; size *= 2) {
+        snprintf(names[count], sizeof names[count], "gemm_sweep/tf32/linear_%lldx%lldx%lld", (long long)size,
+                 (long long)size, (long long)size);
+        cases[count] = (gemm_case_t){names[count], DNNJIT_DATA_TYPE_FLOAT, 1, size, size, size, false, true, 0};
         count++;
     }
     int kept = 0;

@@ -448,22 +448,31 @@ def sweep_cases(cases):
 def sweep_peers(cases):
     """cuBLAS through torch on each `gemm_sweep/...` case dnnjit-bench printed, on its
     shape and values: torch.matmul(A, B), or F.linear(A, W) where dnnjit's B is the weight
-    W [N, K] seen as [K, N]."""
+    W [N, K] seen as [K, N]. fp32 cases (io "tf32") in TF32 (allow_tf32) as cublas_us, and
+    exact as cublas_fp32_us, against dnnjit's exact plan (exact_us)."""
     import torch
     import torch.nn.functional as F
 
     peers = {}
+    types = {"bf16": torch.bfloat16, "fp16": torch.half, "tf32": torch.float}
     for name, case in sweep_cases(cases).items():
-        dt = torch.bfloat16 if case["io"] == "bf16" else torch.half
+        dt = types[case["io"]]
         m, n, k = case["m"], case["n"], case["k"]
         a = bench_values(torch, (m, k), dt)
         if case["b_weight"]:
             w = bench_values(torch, (n, k), dt)
-            us = time_us(lambda: F.linear(a, w), calls=20, repeats=9)
+            fn = lambda: F.linear(a, w)
         else:
             b = bench_values(torch, (k, n), dt)
-            us = time_us(lambda: torch.matmul(a, b), calls=20, repeats=9)
-        peers[name] = {"cublas_us": us}
+            fn = lambda: torch.matmul(a, b)
+        if case["io"] == "tf32":
+            torch.backends.cuda.matmul.allow_tf32 = False
+            peers[name] = {"cublas_fp32_us": time_us(fn, calls=5, repeats=9)}
+            torch.backends.cuda.matmul.allow_tf32 = True
+            peers[name]["cublas_us"] = time_us(fn, calls=20, repeats=9)
+            torch.backends.cuda.matmul.allow_tf32 = False
+        else:
+            peers[name] = {"cublas_us": time_us(fn, calls=20, repeats=9)}
         del a
         torch.cuda.empty_cache()
     return peers
@@ -473,7 +482,8 @@ def sweep_table(c):
     """The sweep's table: mode A's plan and its time against cuBLAS's (ratio = cuBLAS time /
     dnnjit time, above 1 when dnnjit is faster)."""
     lines = ["GEMM sweep, mode A's plan (linear_MxNxK: B is an nn.Linear weight [N, K]; ratio = cuBLAS time / "
-             "dnnjit time):", "", "| case | dnnjit | plan | cuBLAS (torch) | ratio |", "| --- | --- | --- | --- | --- |"]
+             "dnnjit time; tf32: fp32 inputs, mode A's first plan noted REDUCED_PRECISION against cuBLAS with "
+             "allow_tf32):", "", "| case | dnnjit | plan | cuBLAS (torch) | ratio |", "| --- | --- | --- | --- | --- |"]
     for name, case in sweep_cases(c).items():
         flop = 2.0 * case["m"] * case["n"] * case["k"]
         ours = f"{case['us']:.1f} µs ({case['tflops']:.0f} TFLOP/s)"
@@ -483,6 +493,16 @@ def sweep_table(c):
         else:
             theirs = ratio = ""
         lines.append(f"| {name[len('gemm_sweep/'):]} | {ours} | {case['plan']} | {theirs} | {ratio} |")
+    exact = [(name, case) for name, case in sweep_cases(c).items() if "exact_us" in case and "cublas_fp32_us" in case]
+    if exact:
+        lines += ["", "The tf32 cases exact (mode A's first plan) against cuBLAS without TF32:", "",
+                  "| case | dnnjit | plan | cuBLAS fp32 (torch) | ratio |", "| --- | --- | --- | --- | --- |"]
+        for name, case in exact:
+            flop = 2.0 * case["m"] * case["n"] * case["k"]
+            lines.append(f"| {name[len('gemm_sweep/'):]} | {case['exact_us']:.1f} µs "
+                         f"({flop / case['exact_us'] / 1e6:.0f} TFLOP/s) | {case['exact_plan']} | "
+                         f"{case['cublas_fp32_us']:.1f} µs ({flop / case['cublas_fp32_us'] / 1e6:.0f} TFLOP/s) | "
+                         f"{case['cublas_fp32_us'] / case['exact_us']:.2f}× |")
     return "\n".join(lines)
 
 

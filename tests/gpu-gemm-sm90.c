@@ -1,6 +1,6 @@
 /* GPU: the sm_90a GEMM engine (TMA + wgmma), its plans among those heuristics A and B list,
- * against the float64 reference on fresh random data with poisoned outputs: fp16, bf16 and
- * fp8 (E4M3, E5M2, with a per-tensor scale);
+ * against the float64 reference on fresh random data with poisoned outputs: fp16, bf16,
+ * fp8 (E4M3, E5M2, with a per-tensor scale) and fp32 as TF32;
  * odd M, N and K; strides TMA cannot take (the kernel's staged copies); A and B K-major
  * and M/N-major;
  * broadcast and 4-D batches; the direct, staged, clustered and split-K variants; fused epilogues
@@ -57,7 +57,8 @@ static dnnjit_graph_t build_case(const gemm_case_t *c)
 
 /* Runs the graph's sm_90 plans (every one, or the first `limit`; only those whose name
  * holds `only`, when not NULL) on inputs in [lo, hi) against the reference, held to the
- * 16-bit (and fp8) inputs' relative error of 1e-2; fails when there is none. */
+ * 16-bit (and fp8) inputs' relative error of 1e-2, or TF32's 1e-3 for the plans noted
+ * REDUCED_PRECISION; fails when there is none. */
 static void run_sm90_plans_on(dnnjit_graph_t g, const char *label, int limit, const char *only, double lo, double hi)
 {
     static uint64_t rng = 0x3c6ef372fe94f82bull;
@@ -73,9 +74,12 @@ static void run_sm90_plans_on(dnnjit_graph_t g, const char *label, int limit, co
             TU_OK(dnnjit_graph_build_plan_at_index(g, p));
             gpu_run_result_t r;
             TU_OK(gpu_run_and_check(g, &rng, lo, hi, true, 0, &r));
+            uint32_t notes = 0;
+            TU_OK(dnnjit_graph_get_plan_behavior_notes(g, p, &notes));
+            double tol = notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION ? 1e-3 : 1e-2;
             printf("  %-36s %-30s rel %.3g\n", label, name, r.max_rel_error);
-            if (!(r.max_rel_error < 1e-2))
-                fail_msg("%s: plan %s: relative error %g exceeds 1e-2", label, name, r.max_rel_error);
+            if (!(r.max_rel_error < tol))
+                fail_msg("%s: plan %s: relative error %g exceeds %g", label, name, r.max_rel_error, tol);
             ran++;
         }
         dnnjit_free(name);
@@ -251,6 +255,40 @@ static void fp8_against_reference(void **state)
         TU_OK(dnnjit_tensor_set_output(g, y, true));
         run_sm90_plans_on(g, cases[i].label, cases[i].every_knob ? 0 : 2, NULL, cases[i].positive ? 1.0 : -1.0,
                           cases[i].positive ? 2.0 : 1.0);
+        dnnjit_graph_destroy(g);
+    }
+}
+
+/* FLOAT inputs multiplied as TF32 (the _tf32 plans, held to 1e-3), K-major as wgmma needs
+ * (B column-major): odd M and N, K a multiple of 4 (rows of 16 bytes) but not of the 32-deep
+ * K tile, and odd K (rows TMA cannot take: staged); broadcast batch, fused epilogues,
+ * split-K; and sums of 8192 positive products, on which TF32 values truncated rather than
+ * rounded to nearest would all fall short together (TMA rounds them as it loads them). */
+static void tf32_against_reference(void **state)
+{
+    (void)state;
+    static const struct {
+        gemm_case_t c;
+        const char *only; /* only the plans whose name holds this */
+        bool positive;    /* inputs in [1, 2) instead of [-1, 1) */
+    } cases[] = {
+        {{"every knob 264x200x136 float B col", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 136, ROW, COL, TU_BIAS_RELU,
+          true}, NULL, false},
+        {{"4097x40x1000 float B col", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 4097, 40, 1000, ROW, COL,
+          TU_ROW_BIAS_RESIDUAL, false}, NULL, false},
+        {{"batch bcast B 300x136x256 float", DNNJIT_DATA_TYPE_FLOAT, 3, 1, 300, 136, 256, ROW, COL, TU_SCALE_CAST,
+          false}, NULL, false},
+        {{"every knob 129x130x77 float staged", DNNJIT_DATA_TYPE_FLOAT, 2, 1, 129, 130, 77, ROW_UNALIGNED, COL,
+          TU_BIAS_RELU, true}, NULL, false},
+        {{"split 77x300x2048 float B col bcast", DNNJIT_DATA_TYPE_FLOAT, 2, 1, 77, 300, 2048, ROW, COL, TU_PLAIN,
+          true}, "_splitk", false},
+        {{"136x200x8192 float positive", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 136, 200, 8192, ROW, COL, TU_PLAIN, false},
+         NULL, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = build_case(&cases[i].c);
+        run_sm90_plans_on(g, cases[i].c.label, cases[i].c.every_knob ? 0 : 2, cases[i].only,
+                          cases[i].positive ? 1.0 : -1.0, cases[i].positive ? 2.0 : 1.0);
         dnnjit_graph_destroy(g);
     }
 }
@@ -487,6 +525,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(four_d_batch),
         cmocka_unit_test(split_against_reference),
         cmocka_unit_test(fp8_against_reference),
+        cmocka_unit_test(tf32_against_reference),
         cmocka_unit_test(big_sampled),
     };
     return TU_GPU_MAIN(tests, argc, argv, sm90a_available);

@@ -69,6 +69,19 @@ typedef struct verdict {
     bool refused;
 } verdict_t;
 
+/* The knobs before the first TF32 one (named _tf32): those for 16-bit and fp8 inputs. The
+ * TF32 knobs repeat them, and refuse other inputs. */
+static int exact_knobs(void)
+{
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        char name[64];
+        engine->knob_name(knob, name, sizeof name);
+        if (strstr(name, "_tf32"))
+            return knob;
+    }
+    return engine->knob_count;
+}
+
 static verdict_t verdict_of(dnnjit_graph_t g, const dnnjit__partition_t *p, int knob)
 {
     verdict_t v = {.why = ""};
@@ -220,7 +233,7 @@ static void cluster_knobs(void **state)
     dnnjit__partition_t p;
     TU_OK(dnnjit__partition(g, &p));
     int clustered = 0;
-    for (int knob = 0; knob < engine->knob_count; knob++) {
+    for (int knob = 0; knob < exact_knobs(); knob++) {
         if (!engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0))
             continue;
         char name[64];
@@ -369,7 +382,7 @@ static void fp8_operands(void **state)
         assert_non_null(strstr(k.source, "p, 1, 1;"));
         assert_non_null(strstr(k.source, "constexpr bool DJ_PROMOTE = true;"));
         dnnjit__kernel_free(&k);
-        for (knob = 0; knob < engine->knob_count; knob++) {
+        for (knob = 0; knob < exact_knobs(); knob++) {
             verdict_t v = verdict_of(g, &p, knob);
             assert_true(v.refused || strncmp(v.name, "128x128", 7) == 0 || strncmp(v.name, "128x192", 7) == 0);
             /* (The split-K knobs are refused first for K's three tiles.) */
@@ -419,6 +432,145 @@ static void fp8_operands(void **state)
 }
 
 /* The line pitch of a staged copy: `inner` elements rounded up to 128 bytes. */
+/* FLOAT inputs as TF32, in the knobs that repeat the others with _tf32 names, noted
+ * REDUCED_PRECISION (and those alone): K-major operands as tensor maps of TF32 (which TMA
+ * rounds to nearest), K tiles of 32 elements (one 128-byte row), the k8 wgmma without
+ * transpose bits, and a tile width and variant of each knob compiling (every knob where
+ * B is staged). wgmma reads TF32 K-major only, and a TF32 knob refuses other types, as the
+ * engine refuses inputs of two types. Mode A on sm_90a ranks the exact plans first (the
+ * sm_80 engine's three TF32 products), then this engine's TF32 plans, then the sm_80
+ * engine's, and the fallback last; the TF32 kernel's SASS holds TF32 HGMMA. */
+static void tf32_operands(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){200, 272, 136, 2, false, true, false, 0});
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    int supported = 0;
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        verdict_t v = verdict_of(g, &p, knob);
+        bool tf32 = strstr(v.name, "_tf32") != NULL;
+        assert_int_equal(tf32, knob >= exact_knobs());
+        assert_int_equal(engine->notes(knob), tf32 ? DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION : 0);
+        if (!tf32) {
+            assert_true(v.refused);
+            assert_non_null(strstr(v.why, "FLOAT inputs multiply as TF32"));
+            continue;
+        }
+        /* The same verdict as the knob it repeats gives a bf16 graph of the shape. */
+        if (v.refused)
+            continue;
+        supported++;
+        dnnjit__kernel_t k;
+        TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+        for (int t = 0; t < 2; t++) {
+            assert_int_equal(k.tma[t].dtype, DNNJIT__TMA_DTYPE_TFLOAT32);
+            assert_int_equal(k.tma[t].dims[0], 136);        /* K, contiguous */
+            assert_int_equal(k.tma[t].strides[0], 136 * 4); /* bytes between rows */
+            assert_int_equal(k.tma[t].box[0], 32);
+            assert_true(dnnjit__tma_operand_valid(&k.tma[t], &k, NULL, 0));
+        }
+        assert_non_null(strstr(k.source, "DJ_BK = 32"));
+        assert_non_null(strstr(k.source, "k8.f32.tf32.tf32 {"));
+        assert_non_null(strstr(k.source, "p, 1, 1;"));
+        assert_non_null(strstr(k.source, "constexpr bool DJ_PROMOTE = false;"));
+        dnnjit__kernel_free(&k);
+    }
+    /* As many as a bf16 graph of the shape takes with its exact knobs (no TMA-store ones:
+     * the output is FLOAT). */
+    dnnjit_graph_t bf16 = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                     (shape_t){200, 272, 136, 2, false, true, false, 0});
+    dnnjit__partition_t bp;
+    TU_OK(dnnjit__partition(bf16, &bp));
+    int bf16_supported = 0;
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        verdict_t v = verdict_of(bf16, &bp, knob);
+        if (knob >= exact_knobs()) {
+            assert_true(v.refused);
+            assert_non_null(strstr(v.why, "a _tf32 plan takes FLOAT inputs, and A and B are BFLOAT16"));
+        } else {
+            bf16_supported += !v.refused && !strstr(v.name, "_tmastore");
+        }
+    }
+    assert_int_equal(supported, bf16_supported);
+    dnnjit__partition_free(&bp);
+    dnnjit_graph_destroy(bf16);
+    dnnjit__partition_free(&p);
+    printf("FLOAT as TF32: %d knobs compiled\n", compile_knobs(g, false));
+    dnnjit_graph_destroy(g);
+
+    /* Staged (rows of 77 floats, 308 bytes), every knob compiling. */
+    dnnjit_graph_t staged = gemm_graph(NULL, DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT,
+                                       (shape_t){200, 136, 77, 1, false, true, false, 0});
+    int compiled = compile_knobs(staged, true);
+    printf("FLOAT as TF32, staged: %d knobs compiled\n", compiled);
+    /* Direct and staged, 18 knobs each less 128x256 with five stages, two tile orders. */
+    assert_int_equal(compiled, 2 * 18 - 2 * 2);
+    dnnjit_graph_destroy(staged);
+
+    /* N-major B, and inputs of two types. */
+    dnnjit_graph_t n_major = gemm_graph(NULL, DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT,
+                                        (shape_t){64, 64, 64, 1, false, false, false, 0});
+    dnnjit_graph_t two = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
+    dnnjit_tensor_t a = tu_tensor(two, "A", 3, TU_DIMS(1, 64, 64), NULL, DNNJIT_DATA_TYPE_HALF);
+    dnnjit_tensor_t b = tu_tensor(two, "B", 3, TU_DIMS(1, 64, 64), TU_DIMS(4096, 1, 64), 0), c;
+    TU_OK(dnnjit_graph_matmul(two, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_tensor_set_output(two, c, true));
+    TU_OK(dnnjit_graph_validate(two));
+    const struct {
+        dnnjit_graph_t g;
+        const char *fragment;
+    } refused[] = {{n_major, "wgmma reads TF32 operands K-major only, and B has its N axis contiguous"},
+                   {two, "both FP8 (E4M3 or E5M2) or both FLOAT (as TF32); A is HALF, B is FLOAT"}};
+    for (int i = 0; i < 2; i++) {
+        dnnjit__partition_t rp;
+        TU_OK(dnnjit__partition(refused[i].g, &rp));
+        for (int knob = exact_knobs(); knob < engine->knob_count; knob++) {
+            verdict_t v = verdict_of(refused[i].g, &rp, knob);
+            assert_true(v.refused);
+            if (!strstr(v.why, refused[i].fragment))
+                fail_msg("%s: \"%s\" lacks \"%s\"", v.name, v.why, refused[i].fragment);
+        }
+        dnnjit__partition_free(&rp);
+        dnnjit_graph_destroy(refused[i].g);
+    }
+
+    /* Mode A's order on sm_90a at 4096^3. */
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    dnnjit_graph_t big = gemm_graph(h, DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT,
+                                    (shape_t){4096, 4096, 4096, 1, false, true, false, 0});
+    TU_OK(dnnjit_graph_create_execution_plans(big, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
+    int64_t count = 0;
+    TU_OK(dnnjit_graph_get_plan_count(big, &count));
+    /* 0: exact sm_80 plans, 1: this engine's TF32 ones, 2: the sm_80 engine's, 3: fallback. */
+    int last_class = 0, seen[4] = {0};
+    char first_sm90[64] = "";
+    for (int64_t i = 0; i < count; i++) {
+        char *name = NULL;
+        uint32_t notes = 0;
+        TU_OK(dnnjit_graph_get_plan_name(big, i, &name));
+        TU_OK(dnnjit_graph_get_plan_behavior_notes(big, i, &notes));
+        bool reduced = notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION, sm90 = strncmp(name, "gemm_sm90_", 10) == 0;
+        int cls = strncmp(name, "fallback", 8) == 0 ? 3 : !reduced ? 0 : sm90 ? 1 : 2;
+        assert_int_equal(reduced, strstr(name, "_tf32") != NULL);
+        if (cls < last_class)
+            fail_msg("plan %lld (%s) ranks after a plan of a later kind", (long long)i, name);
+        if (cls == 1 && !*first_sm90)
+            snprintf(first_sm90, sizeof first_sm90, "%s", name);
+        last_class = cls;
+        seen[cls]++;
+        dnnjit_free(name);
+    }
+    for (int i = 0; i < 4; i++)
+        assert_true(seen[i] > 0);
+    /* The 16-bit rule's tile (FLOAT output: no TMA stores), the staged epilogue. */
+    assert_string_equal(first_sm90, "gemm_sm90_128x256x64_s4_staged_tf32");
+    dnnjit_graph_destroy(big);
+    dnnjit_handle_destroy(h);
+}
+
 static int64_t pitch_of(int64_t inner, int64_t esize)
 {
     return (inner * esize + 127) / 128 * 128;
@@ -459,7 +611,7 @@ static void staged_operands(void **state)
         dnnjit__partition_t p;
         TU_OK(dnnjit__partition(g, &p));
         int supported = 0, compiled = 0, stored = 0;
-        for (int knob = 0; knob < engine->knob_count; knob++) {
+        for (int knob = 0; knob < exact_knobs(); knob++) {
             verdict_t v = verdict_of(g, &p, knob);
             const char *name = v.name;
             if (v.refused) {
@@ -543,7 +695,7 @@ static void split_knobs(void **state)
         dnnjit__partition_t p;
         TU_OK(dnnjit__partition(g, &p));
         int supported = 0, compiled = 0;
-        for (int knob = 0; knob < engine->knob_count; knob++) {
+        for (int knob = 0; knob < exact_knobs(); knob++) {
             verdict_t v = verdict_of(g, &p, knob);
             const char *name = v.name, *split = strstr(name, "_splitk");
             if (!split)
@@ -595,7 +747,7 @@ static void split_knobs(void **state)
                                   (shape_t){4096, 4096, 4096, 1, false, true, false, 0});
     dnnjit__partition_t p;
     TU_OK(dnnjit__partition(g, &p));
-    for (int knob = 0; knob < engine->knob_count; knob++) {
+    for (int knob = 0; knob < exact_knobs(); knob++) {
         verdict_t v = verdict_of(g, &p, knob);
         if (strstr(v.name, "_splitk") && !strstr(v.name, "128x256x64_s5")) {
             assert_true(v.refused);
@@ -618,8 +770,9 @@ static void refusals(void **state)
         /* Rows 2^40 bytes apart: beyond the strides a tensor map holds. */
         {DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, {2, 64, 64, 1, false, false, false, (int64_t)1 << 39},
          "sm_90a", "TMA cannot load A: a stride is not a multiple of 16 bytes below 2^40"},
-        {DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
-         "both HALF, both BFLOAT16, or both FP8"},
+        /* FLOAT inputs only in the TF32 knobs (tf32_operands). */
+        {DNNJIT_DATA_TYPE_FLOAT, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, true, false, 0}, "sm_90a",
+         "FLOAT inputs multiply as TF32, in the _tf32 plans"},
         /* wgmma has no transpose for fp8: a row-major B (N-major) cannot be read. */
         {DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FLOAT, {64, 64, 64, 1, false, false, false, 0}, "sm_90a",
          "fp8 operands K-major only, and B has its N axis contiguous"},
@@ -634,7 +787,7 @@ static void refusals(void **state)
         dnnjit_graph_t g = gemm_graph(NULL, cases[i].io, cases[i].compute, cases[i].shape);
         dnnjit__partition_t p;
         TU_OK(dnnjit__partition(g, &p));
-        for (int knob = 0; knob < engine->knob_count; knob++) {
+        for (int knob = 0; knob < exact_knobs(); knob++) {
             char why[200] = "";
             assert_false(engine->supports(g, &p.groups[0], knob, cases[i].arch, why, sizeof why));
             if (!strstr(why, cases[i].fragment))
@@ -678,7 +831,7 @@ static void refusals(void **state)
     dnnjit__partition_t p;
     TU_OK(dnnjit__partition(g, &p));
     int refused = 0;
-    for (int knob = 0; knob < engine->knob_count; knob++) {
+    for (int knob = 0; knob < exact_knobs(); knob++) {
         verdict_t v = verdict_of(g, &p, knob);
         if (v.refused) {
             /* One K tile: nothing to split. */
@@ -856,6 +1009,7 @@ int main(void)
         cmocka_unit_test(sass_has_hgmma_and_utmaldg),
         cmocka_unit_test(every_knob_compiles),
         cmocka_unit_test(fp8_operands),
+        cmocka_unit_test(tf32_operands),
         cmocka_unit_test(staged_operands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

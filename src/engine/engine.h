@@ -34,6 +34,7 @@ enum {
     DNNJIT__TMA_DTYPE_UINT8 = 0, /* fp8 operands, copied as bytes */
     DNNJIT__TMA_DTYPE_FLOAT16 = 6,
     DNNJIT__TMA_DTYPE_BFLOAT16 = 9,
+    DNNJIT__TMA_DTYPE_TFLOAT32 = 11, /* fp32 operands, rounded to TF32 as TMA loads them */
     DNNJIT__TMA_SWIZZLE_NONE = 0,
     DNNJIT__TMA_SWIZZLE_128B = 3,
 };

@@ -474,8 +474,9 @@ static double gemm_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     return plan_us(&p, &kn);
 }
 
-/* Mode A's rule: exact before TF32; then by how far the model's estimate lies above the
- * ideal time, in hundredths of a doubling (a plan estimated at twice the ideal scores 100).
+/* Mode A's rule (plan.c ranks the TF32 knobs, noted REDUCED_PRECISION, after the exact
+ * ones): by how far the model's estimate lies above the ideal time, in hundredths of a
+ * doubling (a plan estimated at twice the ideal scores 100).
  * The estimate holds what the rule used to weigh apart: CTAs too few for the SMs lengthen
  * its rounds, tiles padded past the matrix its arithmetic, and it adds what was missing
  * for few rows: the K range each CTA walks and split-K's price. Memory-bound plans whose
@@ -494,7 +495,7 @@ static double gemm_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     int tile_index = knob / 2 / SPLIT_COUNT;
     double slowdown = log2(plan_us(&p, &kn) / ideal_us(&p, kn.tf32));
     double padding = log2((double)tiles_of(&p, &kn) * kn.tile.bm * kn.tile.bn / ((double)p.m * (double)p.n));
-    return (kn.tf32 ? 1000.0 : 0.0) + 100.0 * slowdown + 10.0 * padding + tile_index + (kn.split - 1) * 0.5;
+    return 100.0 * slowdown + 10.0 * padding + tile_index + (kn.split - 1) * 0.5;
 }
 
 static uint32_t gemm_notes(int knob)

@@ -5,9 +5,11 @@
  * accumulation (for fp8, each K tile's sums added to float registers, as wgmma's own
  * accumulation keeps fewer bits; fp8 also with fp16 accumulation, for HALF compute);
  * per-tensor scales of fp8 operands are pointwise multiplications of the product, which
- * the fused epilogue applies. Each 16-bit operand is read in the order it has in memory
- * (K-major, or M/N-major through wgmma's transpose bits), so transposes cost nothing;
- * wgmma reads fp8 operands K-major only. Sizes and the batch layout are compiled in; the
+ * the fused epilogue applies. fp32 inputs multiply as TF32 (TMA rounds each value to
+ * nearest as it loads it) in the knobs named _tf32, noted REDUCED_PRECISION, which mode A
+ * ranks after the exact plans of the sm_80 engine. Each 16-bit operand is read in the order
+ * it has in memory (K-major, or M/N-major through wgmma's transpose bits), so transposes
+ * cost nothing; wgmma reads fp8 and TF32 operands K-major only. Sizes and the batch layout are compiled in; the
  * buffers' addresses reach the kernel in tensor maps that execute encodes
  * (dnnjit__kernel_t.tma). TMA needs a contiguous
  * inner axis and 16-byte strides; the sm_80 engine takes the other layouts. Knobs: CTA tile,
@@ -53,11 +55,13 @@ enum {
      * of two. */
     BASE_KNOBS = WIDTH_COUNT * WIDTH_KNOBS * VARIANT_COUNT,
     STORE_KNOBS = WIDTH_COUNT * WIDTH_KNOBS * 2,
+    /* Then every knob above again, for FLOAT inputs multiplied as TF32. */
+    EXACT_KNOBS = BASE_KNOBS + STORE_KNOBS,
     /* A split walks at least this many K tiles: fewer would spend more on the partial
      * sums than they save. */
     MIN_SPLIT_KTILES = 4,
     TILE_M = 128,
-    /* A K tile is one 128-byte swizzle row: 64 16-bit elements or 128 fp8 ones. */
+    /* A K tile is one 128-byte swizzle row: 64 16-bit elements, 128 fp8 or 32 fp32 ones. */
     TILE_K_BYTES = 128,
     /* The streaming multiprocessors of an H100/H200, one resident CTA each. */
     SM_COUNT = 132,
@@ -92,14 +96,20 @@ typedef struct knob {
     int cluster;   /* CTAs per cluster, sharing B's tile (1 or 2) */
     int splits;    /* split-K: the K splits of each tile */
     bool tma_store; /* the epilogue goes through shared memory and TMA stores */
+    bool tf32;      /* FLOAT inputs, multiplied as TF32 */
 } knob_t;
 
 static knob_t decode(int knob)
 {
+    if (knob >= EXACT_KNOBS) {
+        knob_t kn = decode(knob - EXACT_KNOBS);
+        kn.tf32 = true;
+        return kn;
+    }
     if (knob >= BASE_KNOBS) {
         int store = (knob - BASE_KNOBS) % (WIDTH_COUNT * WIDTH_KNOBS);
         return (knob_t){TILE_N[store / WIDTH_KNOBS], STAGES[store / 2 % STAGE_COUNT], store % 2 == 1, false,
-                        (knob - BASE_KNOBS) / (WIDTH_COUNT * WIDTH_KNOBS) ? 2 : 1, 1, true};
+                        (knob - BASE_KNOBS) / (WIDTH_COUNT * WIDTH_KNOBS) ? 2 : 1, 1, true, false};
     }
     int first_width = 0, family = 0;
     while (family + 1 < FAMILY_COUNT && knob >= FAMILY_WIDTHS[family] * WIDTH_KNOBS * VARIANT_COUNT) {
@@ -110,7 +120,7 @@ static knob_t decode(int knob)
     int direct = knob % direct_knobs, variant = knob / direct_knobs;
     return (knob_t){TILE_N[first_width + direct / WIDTH_KNOBS], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
                     variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1,
-                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1, false};
+                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1, false, false};
 }
 
 /* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N) and its tensor map:
@@ -143,7 +153,7 @@ typedef struct problem {
     const dnnjit__node_t *mm;
     const dnnjit__tensor_t *c;
     int64_t m, n, k, batch;
-    int esize;  /* bytes per element of A and B: 2, or 1 for fp8 */
+    int esize;  /* bytes per element of A and B: 2, 1 for fp8, 4 for TF32 */
     bool acc16; /* fp8 operands accumulated in halves (HALF compute), wgmma's f16 accumulator */
     /* fp8 operands accumulated in floats: each K tile's wgmma sums are added to float
      * registers (gemm_wgmma.cuh's DJ_PROMOTE), which wgmma's own accumulation over the
@@ -328,10 +338,18 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
     const dnnjit__tensor_t *a = dnnjit__tensor(g, mm->in[0]), *b = dnnjit__tensor(g, mm->in[1]);
     const dnnjit__tensor_t *c = dnnjit__tensor(g, mm->out[0]);
     bool fp8 = is_fp8(a->resolved_type) && is_fp8(b->resolved_type);
-    if (!fp8 && (a->resolved_type != b->resolved_type ||
-                 (a->resolved_type != DNNJIT_DATA_TYPE_HALF && a->resolved_type != DNNJIT_DATA_TYPE_BFLOAT16))) {
-        snprintf(why, why_size, "the sm_90 GEMM takes A and B both HALF, both BFLOAT16, or both FP8 (E4M3 or E5M2); "
-                 "A is %s, B is %s", dnnjit_data_type_name(a->resolved_type), dnnjit_data_type_name(b->resolved_type));
+    bool fp32 = a->resolved_type == DNNJIT_DATA_TYPE_FLOAT && b->resolved_type == DNNJIT_DATA_TYPE_FLOAT;
+    if (!fp8 && !fp32 && (a->resolved_type != b->resolved_type ||
+                          (a->resolved_type != DNNJIT_DATA_TYPE_HALF && a->resolved_type != DNNJIT_DATA_TYPE_BFLOAT16))) {
+        snprintf(why, why_size, "the sm_90 GEMM takes A and B both HALF, both BFLOAT16, both FP8 (E4M3 or E5M2) or "
+                 "both FLOAT (as TF32); A is %s, B is %s", dnnjit_data_type_name(a->resolved_type),
+                 dnnjit_data_type_name(b->resolved_type));
+        return false;
+    }
+    if (fp32 != kn->tf32) {
+        snprintf(why, why_size, fp32 ? "FLOAT inputs multiply as TF32, in the _tf32 plans (noted REDUCED_PRECISION)"
+                                     : "a _tf32 plan takes FLOAT inputs, and A and B are %s",
+                 dnnjit_data_type_name(a->resolved_type));
         return false;
     }
     dnnjit_data_type_t compute = dnnjit__node_compute_type(g, mm);
@@ -348,7 +366,7 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
     p->n = c->dim[c->ndim - 1];
     p->k = a->dim[a->ndim - 1];
     p->batch = dnnjit__numel(c->ndim - 2, c->dim);
-    p->esize = fp8 ? 1 : 2;
+    p->esize = fp8 ? 1 : fp32 ? 4 : 2;
     /* Tile coordinates are 32-bit in the kernel and in TMA. */
     if (p->m > INT32_MAX - 256 || p->n > INT32_MAX - 256 || p->k > INT32_MAX - 256) {
         snprintf(why, why_size, "M, N or K exceeds the 32-bit coordinates of TMA");
@@ -357,9 +375,9 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
     if (!operand_of(a, c, false, p->esize, &p->a, why, why_size) ||
         !operand_of(b, c, true, p->esize, &p->b, why, why_size))
         return false;
-    if (fp8 && (!p->a.kmajor || !p->b.kmajor)) {
-        snprintf(why, why_size, "wgmma reads fp8 operands K-major only, and %s has its %s axis contiguous",
-                 p->a.kmajor ? "B" : "A", p->a.kmajor ? "N" : "M");
+    if (p->esize != 2 && (!p->a.kmajor || !p->b.kmajor)) {
+        snprintf(why, why_size, "wgmma reads %s operands K-major only, and %s has its %s axis contiguous",
+                 fp8 ? "fp8" : "TF32", p->a.kmajor ? "B" : "A", p->a.kmajor ? "N" : "M");
         return false;
     }
     /* The scratch's parts, each 256-byte aligned after the first 256 bytes (the grid
@@ -463,13 +481,16 @@ static int b_box_rows(const knob_t *kn)
 /* The tensor map of one operand over argument slot `slot` (its copy in the scratch, slot
  * `scratch_slot`, when staged): boxes of one 128-byte row (K elements when K-major, M or N
  * elements otherwise) by box_rows rows or a K tile. fp8 goes as bytes, which TMA copies as
- * they are. The output of the TMA-store epilogue is an operand [M, N] whose "K" is N. */
+ * they are; fp32 as TF32, which TMA rounds to nearest (wgmma alone would drop the low 13
+ * bits of each value, a bias as large as the TF32 product's whole error on sums of
+ * positive terms). The output of the TMA-store epilogue is an operand [M, N] whose "K" is N. */
 static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int box_rows, int slot, int scratch_slot)
 {
     uint64_t esize = (uint64_t)o->esize;
     dnnjit__tma_operand_t t = {.slot = o->staged ? scratch_slot : slot,
                                .offset = o->staged ? (uint64_t)o->offset : 0,
                                .dtype = esize == 1                                       ? DNNJIT__TMA_DTYPE_UINT8
+                                        : esize == 4                                       ? DNNJIT__TMA_DTYPE_TFLOAT32
                                         : o->t->resolved_type == DNNJIT_DATA_TYPE_BFLOAT16 ? DNNJIT__TMA_DTYPE_BFLOAT16
                                                                                           : DNNJIT__TMA_DTYPE_FLOAT16,
                                .rank = 2 + o->batch_axes,
@@ -555,15 +576,21 @@ static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
 }
 
 /* The K extent in the name is that of 16-bit operands: a K tile is one 128-byte row, which
- * holds 128 elements of fp8 ones. */
+ * holds 128 elements of fp8 ones and 32 of fp32 ones. */
 static void sm90_knob_name(int knob, char *buf, size_t size)
 {
     knob_t kn = decode(knob);
     char split[24] = "";
     if (kn.splits > 1)
         snprintf(split, sizeof split, "_splitk%d", kn.splits);
-    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages, kn.raster_n ? "_rn" : "",
-             kn.staged ? "_staged" : "", kn.tma_store ? "_tmastore" : "", kn.cluster == 2 ? "_mc2" : "", split);
+    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages,
+             kn.raster_n ? "_rn" : "", kn.staged ? "_staged" : "", kn.tma_store ? "_tmastore" : "",
+             kn.cluster == 2 ? "_mc2" : "", split, kn.tf32 ? "_tf32" : "");
+}
+
+static uint32_t sm90_notes(int knob)
+{
+    return decode(knob).tf32 ? DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION : 0;
 }
 
 /* How much narrower than the widest the tile is: 0 at 256 columns, 0.5 at 192, 1 at 128.
@@ -637,8 +664,8 @@ static double split_time(const problem_t *p, const knob_t *kn)
 }
 
 /* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
- * tenth less than 128x256, 128x192 a twentieth) and twice that on fp8,
- * whose instruction is twice as deep in K for the same cycles; the launch, barrier setup
+ * tenth less than 128x256, 128x192 a twentieth), twice that on fp8, whose instruction is
+ * twice as deep in K for the same cycles, and half on TF32 (half as deep); the launch, barrier setup
  * and the pipeline's fill cost a few microseconds more than the sm_80 kernel's. */
 static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
@@ -647,7 +674,7 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &kn, &p, why, sizeof why))
         return 1e30;
-    double rate = 6.0e6 * (1.0 - 0.1 * narrowness(&kn)) * (2 / p.esize);
+    double rate = 6.0e6 * (1.0 - 0.1 * narrowness(&kn)) * (2.0 / p.esize);
     int64_t work = work_items(&p, &kn);
     double rounds = (double)((work + SM_COUNT - 1) / SM_COUNT);
     double k_padded = (double)((p.k + tile_k(&p) - 1) / tile_k(&p) * tile_k(&p));
@@ -726,8 +753,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
     char why[200];
-    (void)knob;
-    knob_t narrow = {128, 4, false, false, 1, 1, false};
+    knob_t narrow = {128, 4, false, false, 1, 1, false, decode(knob).tf32};
     if (!describe(g, grp, &narrow, &p, why, sizeof why))
         return true;
     int64_t tiles = p.batch * tiles_of(&p, &narrow);
@@ -748,8 +774,9 @@ static void emit_batch_coords(dnnjit__strbuf_t *sb, const char *name, const oper
 /* The PTX name of an operand type of wgmma. */
 static const char *wgmma_type(dnnjit_data_type_t t)
 {
-    return t == DNNJIT_DATA_TYPE_BFLOAT16 ? "bf16"
-           : t == DNNJIT_DATA_TYPE_HALF   ? "f16"
+    return t == DNNJIT_DATA_TYPE_BFLOAT16   ? "bf16"
+           : t == DNNJIT_DATA_TYPE_HALF     ? "f16"
+           : t == DNNJIT_DATA_TYPE_FLOAT    ? "tf32"
            : t == DNNJIT_DATA_TYPE_FP8_E4M3 ? "e4m3"
                                             : "e5m2";
 }
@@ -781,7 +808,7 @@ static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *
  * descriptors, adding to the sums in d (scale-d 1) when `accumulate` and overwriting them
  * otherwise (a promoted K tile's first), into the thread's bn/2 floats, or with fp16
  * accumulation bn/4 registers of two halves; for 16-bit operands the transpose bits select
- * M- or N-major ones (fp8 ones are K-major, and the instruction has no such bits). */
+ * M- or N-major ones (fp8 and TF32 ones are K-major, and the instruction has no such bits). */
 static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
 {
     int acc = p->acc16 ? bn / 4 : bn / 2;
@@ -793,7 +820,7 @@ static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
                       p->acc16 ? "f16" : "f32", wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
     for (int i = 0; i < acc; i++)
         dnnjit__sb_printf(sb, "%s%%%d", i ? ", " : "", i);
-    if (p->esize == 1)
+    if (p->esize != 2)
         dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1;\\n}\\n\"\n                 : ", acc, acc + 1);
     else
         dnnjit__sb_printf(sb, "}, %%%d, %%%d, p, 1, 1, %d, %d;\\n}\\n\"\n                 : ", acc, acc + 1,
@@ -885,9 +912,10 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
 
 const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
     .name = "gemm_sm90",
-    .knob_count = BASE_KNOBS + STORE_KNOBS,
+    .knob_count = 2 * EXACT_KNOBS,
     .supports = sm90_supports,
     .knob_name = sm90_knob_name,
+    .notes = sm90_notes,
     .cost = sm90_cost,
     .rule = sm90_rule,
     .defer = sm90_defer,

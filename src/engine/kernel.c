@@ -55,15 +55,15 @@ bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, const dnnjit__ker
     const char *rule = NULL;
     /* Only the types and the two swizzles the engines use are accepted, so that a map read
      * back from a blob can be no stranger than one an engine makes. */
-    const uint64_t esize = t->dtype == DNNJIT__TMA_DTYPE_UINT8 ? 1 : 2;
+    const uint64_t esize = t->dtype == DNNJIT__TMA_DTYPE_UINT8 ? 1 : t->dtype == DNNJIT__TMA_DTYPE_TFLOAT32 ? 4 : 2;
     bool scratch = k->scratch_bytes > 0 && t->slot == k->scratch_slot;
     if ((t->slot < 0 || t->slot >= k->tensor_count) && !scratch)
         rule = "its slot is neither one of the kernel's tensors nor its scratch";
     else if (t->offset % 16 || (!scratch && t->offset))
         rule = "its offset is not 0 in a tensor, or not a multiple of 16 bytes in the scratch";
     else if (t->dtype != DNNJIT__TMA_DTYPE_FLOAT16 && t->dtype != DNNJIT__TMA_DTYPE_BFLOAT16 &&
-             t->dtype != DNNJIT__TMA_DTYPE_UINT8)
-        rule = "its data type is not UINT8, FLOAT16 or BFLOAT16";
+             t->dtype != DNNJIT__TMA_DTYPE_UINT8 && t->dtype != DNNJIT__TMA_DTYPE_TFLOAT32)
+        rule = "its data type is not UINT8, FLOAT16, BFLOAT16 or TFLOAT32";
     else if (t->swizzle != DNNJIT__TMA_SWIZZLE_NONE && t->swizzle != DNNJIT__TMA_SWIZZLE_128B)
         rule = "its swizzle is not NONE or 128B";
     else if (t->rank < 1 || t->rank > DNNJIT__MAX_TMA_RANK)

@@ -98,6 +98,11 @@ typedef struct candidate {
     dnnjit__plan_choice_t choice;
     double cost;
     double rule; /* mode A's order within an engine */
+    /* Whether the knob's plans are noted REDUCED_PRECISION (TF32 for FLOAT inputs): mode A
+     * ranks them after every exact plan of the other engines, whichever engine offers them,
+     * so that its first pick keeps the graph's precision; the fallback engine's plans, the
+     * slowest, stay last. */
+    bool reduced;
     /* Mode A's order of engines: the engine's place in the list, plus 1.5 for a knob the
      * engine defers (after the next engine's knobs, before the one after). */
     double tier;
@@ -112,19 +117,24 @@ static int by_cost(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
+static bool is_fallback(const dnnjit__engine_t *e)
+{
+    return strcmp(e->name, "fallback") == 0;
+}
+
 static int by_rule(const void *a, const void *b)
 {
     const candidate_t *x = a, *y = b;
+    bool x_last = is_fallback(x->choice.engine), y_last = is_fallback(y->choice.engine);
+    if (x_last != y_last)
+        return x_last ? 1 : -1;
+    if (x->reduced != y->reduced)
+        return x->reduced ? 1 : -1;
     if (x->tier != y->tier)
         return x->tier < y->tier ? -1 : 1;
     if (x->choice.engine != y->choice.engine || x->rule == y->rule)
         return x->rank < y->rank ? -1 : x->rank > y->rank;
     return x->rule < y->rule ? -1 : 1;
-}
-
-static bool is_fallback(const dnnjit__engine_t *e)
-{
-    return strcmp(e->name, "fallback") == 0;
 }
 
 /* Ranks the candidates of a canonical group. */
@@ -144,7 +154,9 @@ static int64_t rank_canonical(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnj
             if ((*e)->supports(g, grp, k, arch, NULL, 0))
             {
                 double tier = (*e)->defer && (*e)->defer(g, grp, k) ? place + 1.5 : place;
-                out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, tier, n};
+                bool reduced = (*e)->notes && ((*e)->notes(k) & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION);
+                out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, reduced,
+                                       tier, n};
                 n++;
             }
     }

@@ -13,13 +13,13 @@
 // Warpgroup 0 is the producer: it gives up most of its registers and one of its threads
 // issues the TMA loads of every K tile into a ring of DJ_STAGES shared-memory stages.
 // Warpgroups 1 and 2 are the consumers: they take the registers the producer gave up, and
-// each multiplies 64 rows of the DJ_BM x DJ_BN tile with m64nNk16 (fp8: k32) wgmma, releasing a stage
+// each multiplies 64 rows of the DJ_BM x DJ_BN tile with m64nNk16 (fp8: k32, TF32: k8) wgmma, releasing a stage
 // once the wgmma reading it has completed. Each stage has a `full` barrier (the producer's
 // expected bytes, completed by TMA) and an `empty` barrier (one arrival per consumer warp).
 //
 // The generator places before this file:
-//   DJ_ESIZE DJ_WK            bytes per element of A and B (2, or 1 for fp8), and the K depth of
-//                             one wgmma (16 or 32: 32 bytes either way)
+//   DJ_ESIZE DJ_WK            bytes per element of A and B (2, 1 for fp8, 4 for TF32), and the K
+//                             depth of one wgmma (16, 32 or 8: 32 bytes each way)
 //   DJ_BM DJ_BN DJ_BK DJ_STAGES DJ_GROUP DJ_RASTER_N DJ_STAGED_EPILOGUE DJ_TMA_STORE   the knobs
 //   DJ_EPI_COLS DJ_EPI_STRIDE the staged epilogue's chunk width and row pitch, in floats
 //   DjOut DJ_C_RANK DJ_OUT_BOXES dj_c_batch_coords(b, c)   with DJ_TMA_STORE, the group's one
@@ -64,8 +64,8 @@
 //
 // Shared-memory layout of one stage, both operands in TMA's 128-byte swizzle (atoms of eight
 // 128-byte rows, 1024-byte aligned):
-//   K-major operand (R rows):  R rows of DJ_BK K elements (128 bytes: 64 16-bit or 128 fp8
-//       ones), one TMA box.
+//   K-major operand (R rows):  R rows of DJ_BK K elements (128 bytes: 64 16-bit, 128 fp8 or 32
+//       TF32 ones), one TMA box.
 //   MN-major operand (R rows, 16-bit only): R / 64 chunks, each DJ_BK K rows of 64 M-or-N
 //       elements (8192 bytes), one TMA box each.
 // Either way a consumer's 64 rows of A start 8192 bytes into the A stage.
@@ -108,7 +108,7 @@ constexpr int DJ_A_ROWS = DJ_M <= DJ_BM / 2 ? DJ_BM / 2 : DJ_BM;
 
 static_assert(DJ_BK * DJ_ESIZE == 128, "a K tile's row is one 128-byte swizzle span");
 static_assert(DJ_WK * DJ_ESIZE == 32, "one wgmma reads 32 bytes of each row");
-static_assert(DJ_ESIZE == 2 || (DJ_A_KMAJOR && DJ_B_KMAJOR), "wgmma reads fp8 operands K-major only");
+static_assert(DJ_ESIZE == 2 || (DJ_A_KMAJOR && DJ_B_KMAJOR), "wgmma reads fp8 and TF32 operands K-major only");
 static_assert(DJ_BM == 128, "two consumer warpgroups of 64 rows each");
 static_assert(DJ_BN % 64 == 0 && DJ_BN <= 256 && DJ_ACC == DJ_BN / 2, "wgmma's N and TMA's box");
 static_assert(DJ_EPI_COLS == 32 && DJ_BN % DJ_EPI_COLS == 0, "a half-warp's 16 pairs span one staged chunk");
