@@ -198,7 +198,8 @@ static void split_against_reference(void **state)
     }
 }
 
-/* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major), the
+/* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major; one A
+ * column-major, which the kernel copies transposed), the
  * product times a per-tensor scale, stored as FLOAT and as BFLOAT16. The tolerance is that
  * of 16-bit inputs, 1e-2, for both: the fp8 products are exact, but Hopper's fp8 wgmma
  * adds them with fewer mantissa bits than fp32 (measured on the H200: 2.4e-4 against the
@@ -216,38 +217,44 @@ static void fp8_against_reference(void **state)
         bool every_knob;
         dnnjit_data_type_t compute; /* the matmul's */
         bool positive;              /* inputs in [1, 2) instead of [-1, 1) */
+        bool a_col;                 /* A M-major (copied transposed) instead of K-major */
     } cases[] = {
         {"every knob 264x200x400 e4m3 float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 400, true, DNNJIT_DATA_TYPE_FLOAT, false},
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 400, true, DNNJIT_DATA_TYPE_FLOAT, false, false},
         {"300x72x4096 e4m3 x e5m2 bf16", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2,
-         DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 4096, false, DNNJIT_DATA_TYPE_FLOAT, false},
+         DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 4096, false, DNNJIT_DATA_TYPE_FLOAT, false, false},
         {"7x1000x16 e5m2 x e4m3 float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 1000, 16, false, DNNJIT_DATA_TYPE_FLOAT, false},
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 7, 1000, 16, false, DNNJIT_DATA_TYPE_FLOAT, false, false},
         {"batch bcast B 1000x77x144 e5m2 float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E5M2,
-         DNNJIT_DATA_TYPE_FLOAT, 3, 1, 1000, 77, 144, false, DNNJIT_DATA_TYPE_FLOAT, false},
+         DNNJIT_DATA_TYPE_FLOAT, 3, 1, 1000, 77, 144, false, DNNJIT_DATA_TYPE_FLOAT, false, false},
         {"512^3 e4m3 bf16", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_BFLOAT16, 2, 2,
-         512, 512, 512, false, DNNJIT_DATA_TYPE_FLOAT, false},
+         512, 512, 512, false, DNNJIT_DATA_TYPE_FLOAT, false, false},
         /* Rows of 100 and 77 bytes: staged. */
         {"300x200x100 e4m3 staged float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FLOAT,
-         1, 1, 300, 200, 100, false, DNNJIT_DATA_TYPE_FLOAT, false},
+         1, 1, 300, 200, 100, false, DNNJIT_DATA_TYPE_FLOAT, false, false},
         {"every knob 129x130x77 e5m2 x e4m3 staged float", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_FLOAT, 2, 1, 129, 130, 77, true, DNNJIT_DATA_TYPE_FLOAT, false},
+         DNNJIT_DATA_TYPE_FLOAT, 2, 1, 129, 130, 77, true, DNNJIT_DATA_TYPE_FLOAT, false, false},
         /* fp16 accumulation (wgmma's f16 accumulator): K of 1024 rounds the sums to halves
          * 32 times (one k32 wgmma each). */
         {"every knob 264x200x400 e4m3 half-acc float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 400, true, DNNJIT_DATA_TYPE_HALF, false},
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 264, 200, 400, true, DNNJIT_DATA_TYPE_HALF, false, false},
         {"batch bcast B 300x72x1024 e5m2 x e4m3 half-acc bf16", DNNJIT_DATA_TYPE_FP8_E5M2, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_BFLOAT16, 2, 1, 300, 72, 1024, false, DNNJIT_DATA_TYPE_HALF, false},
+         DNNJIT_DATA_TYPE_BFLOAT16, 2, 1, 300, 72, 1024, false, DNNJIT_DATA_TYPE_HALF, false, false},
+        /* A M-major (column-major), which the kernel copies transposed first. */
+        {"A col 300x72x200 e4m3 x e5m2 bf16", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2,
+         DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 200, false, DNNJIT_DATA_TYPE_FLOAT, false, true},
         /* Sums of 8192 positive products (about 18000 each), which wgmma's own
          * accumulation over the whole K leaves about a tenth off (0.138 on the H200 before
          * the kernel promoted its sums; 2.7e-5 since). */
         {"every knob 136x200x8192 e4m3 positive float", DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3,
-         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 136, 200, 8192, true, DNNJIT_DATA_TYPE_FLOAT, true},
+         DNNJIT_DATA_TYPE_FLOAT, 1, 1, 136, 200, 8192, true, DNNJIT_DATA_TYPE_FLOAT, true, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = tu_gpu_graph(cases[i].out);
         int64_t k = cases[i].k, n = cases[i].n;
-        dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(cases[i].batch_a, cases[i].m, k), NULL, cases[i].a);
+        int64_t m = cases[i].m;
+        dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(cases[i].batch_a, m, k),
+                                      cases[i].a_col ? TU_DIMS(m * k, 1, m) : NULL, cases[i].a);
         dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(cases[i].batch_b, k, n), TU_DIMS(k * n, 1, k), cases[i].b);
         dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT), y;
         TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.compute_data_type = cases[i].compute}, &y));
@@ -263,7 +270,9 @@ static void fp8_against_reference(void **state)
  * (B column-major): odd M and N, K a multiple of 4 (rows of 16 bytes) but not of the 32-deep
  * K tile, and odd K (rows TMA cannot take: staged); broadcast batch, fused epilogues,
  * split-K; and sums of 8192 positive products, on which TF32 values truncated rather than
- * rounded to nearest would all fall short together (TMA rounds them as it loads them). */
+ * rounded to nearest would all fall short together (TMA rounds them as it loads them); and
+ * M- or N-major operands, which the kernel copies transposed first (odd sizes, padded
+ * strides, broadcast batch). */
 static void tf32_against_reference(void **state)
 {
     (void)state;
@@ -284,6 +293,13 @@ static void tf32_against_reference(void **state)
           true}, "_splitk", false},
         {{"136x200x8192 float positive", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 136, 200, 8192, ROW, COL, TU_PLAIN, false},
          NULL, true},
+        /* M- or N-major operands, which the kernel copies transposed first. */
+        {{"1000x77x300 float B row (transposed)", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 1000, 77, 300, ROW, ROW, TU_BIAS_RELU,
+          false}, NULL, false},
+        {{"batch bcast B 129x130x77 float A col B row", DNNJIT_DATA_TYPE_FLOAT, 3, 1, 129, 130, 77, COL, ROW,
+          TU_ROW_BIAS_RESIDUAL, false}, NULL, false},
+        {{"every knob 200x136x99 float A col B row padded", DNNJIT_DATA_TYPE_FLOAT, 1, 1, 200, 136, 99, COL_UNALIGNED,
+          ROW_UNALIGNED, TU_SCALE_CAST, true}, NULL, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = build_case(&cases[i].c);

@@ -9,7 +9,8 @@
  * nearest as it loads it) in the knobs named _tf32, noted REDUCED_PRECISION, which mode A
  * ranks after the exact plans of the sm_80 engine. Each 16-bit operand is read in the order
  * it has in memory (K-major, or M/N-major through wgmma's transpose bits), so transposes
- * cost nothing; wgmma reads fp8 and TF32 operands K-major only. Sizes and the batch layout are compiled in; the
+ * cost nothing; wgmma reads fp8 and TF32 operands K-major only, so the kernel first copies
+ * an M- or N-major one transposed into its scratch. Sizes and the batch layout are compiled in; the
  * buffers' addresses reach the kernel in tensor maps that execute encodes
  * (dnnjit__kernel_t.tma). TMA needs a contiguous
  * inner axis and 16-byte strides; the sm_80 engine takes the other layouts. Knobs: CTA tile,
@@ -147,6 +148,11 @@ typedef struct operand {
      * with an illegal instruction (with the 128-byte swizzle or none), so they are copied. */
     bool staged;
     int64_t inner, outer, lines, pitch, offset, span_lo, span_hi;
+    /* Staged transposed (an fp8 or TF32 operand whose M or N axis is contiguous, which
+     * wgmma cannot read): the copy's lines are M or N indices of `inner` = K elements, the
+     * operand's elements `outer_stride` apart along K, its lines one element apart; the copy
+     * is K-major (kmajor). */
+    bool transposed;
 } operand_t;
 
 typedef struct problem {
@@ -179,10 +185,11 @@ static int tile_k(const problem_t *p)
 }
 
 /* Describes A (is_b false: axes [M, K]) or B (axes [K, N], seen as [N, K]) for TMA, staged
- * when its strides are ones TMA cannot take; false with `why` when the engine cannot read
- * it at all. */
-static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, bool is_b, int esize, operand_t *o,
-                       char *why, size_t why_size)
+ * when its strides are ones TMA cannot take, or transposed when it is M- or N-major and
+ * `kmajor_only` (fp8 and TF32, which wgmma reads K-major only); false with `why` when the
+ * engine cannot read it at all. */
+static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, bool is_b, int esize, bool kmajor_only,
+                       operand_t *o, char *why, size_t why_size)
 {
     *o = (operand_t){.t = t, .esize = esize};
     const char *name = is_b ? "B" : "A";
@@ -209,6 +216,11 @@ static bool operand_of(const dnnjit__tensor_t *t, const dnnjit__tensor_t *c, boo
     o->inner = o->kmajor ? t->dim[k_axis] : o->rows;
     o->outer = o->lines = outer_extent;
     o->staged = outer_extent > 1 && (o->outer_stride <= 0 || o->outer_stride * esize % 16 != 0);
+    if (!o->kmajor && kmajor_only) {
+        o->transposed = o->staged = o->kmajor = true;
+        o->inner = t->dim[k_axis];
+        o->outer = o->lines = o->rows;
+    }
     /* C's batch axes, innermost first, right-aligned with t's. */
     int64_t div = 1;
     for (int i = c->ndim - 3; i >= 0; i--) {
@@ -311,7 +323,7 @@ static void store_of(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
                  t->name, dnnjit_data_type_name(t->resolved_type));
     else if (t->ndim != p->c->ndim || memcmp(t->dim, p->c->dim, sizeof t->dim[0] * (size_t)t->ndim) != 0)
         snprintf(p->store_why, sizeof p->store_why, "output \"%s\" is not of the product's shape", t->name);
-    else if (!operand_of(t, p->c, false, 2, &p->out, why, sizeof why) || !p->out.kmajor || p->out.staged)
+    else if (!operand_of(t, p->c, false, 2, false, &p->out, why, sizeof why) || !p->out.kmajor || p->out.staged)
         snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has rows that are not contiguous, or strides "
                  "that are not multiples of 16 bytes, which TMA stores need", t->name);
     else
@@ -372,14 +384,9 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
         snprintf(why, why_size, "M, N or K exceeds the 32-bit coordinates of TMA");
         return false;
     }
-    if (!operand_of(a, c, false, p->esize, &p->a, why, why_size) ||
-        !operand_of(b, c, true, p->esize, &p->b, why, why_size))
+    if (!operand_of(a, c, false, p->esize, p->esize != 2, &p->a, why, why_size) ||
+        !operand_of(b, c, true, p->esize, p->esize != 2, &p->b, why, why_size))
         return false;
-    if (p->esize != 2 && (!p->a.kmajor || !p->b.kmajor)) {
-        snprintf(why, why_size, "wgmma reads %s operands K-major only, and %s has its %s axis contiguous",
-                 fp8 ? "fp8" : "TF32", p->a.kmajor ? "B" : "A", p->a.kmajor ? "N" : "M");
-        return false;
-    }
     /* The scratch's parts, each 256-byte aligned after the first 256 bytes (the grid
      * barrier's counter). Split-K's partial tiles only where its plans are offered (which
      * also bounds their size). */
@@ -781,14 +788,16 @@ static const char *wgmma_type(dnnjit_data_type_t t)
                                             : "e5m2";
 }
 
-/* DjStage<name>: the copy of a staged operand for dj_stage_copy (see gemm_wgmma.cuh):
- * line l is line l % lines-per-entry of batch entry l / lines-per-entry, the entry's
- * coordinates innermost first as in the tensor map. An operand that is not staged gets a
- * struct with STAGED false. */
+/* DjStage<name>: the copy of a staged operand for dj_stage_copy or, TRANSPOSED,
+ * dj_stage_transpose (see gemm_wgmma.cuh): line l is line l % lines-per-entry of batch entry
+ * l / lines-per-entry, the entry's coordinates innermost first as in the tensor map, and
+ * line(l) its first element (of a transposed one, K steps KSTRIDE elements apart). An
+ * operand that is not staged gets a struct with STAGED false. */
 static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *o, int slot)
 {
-    dnnjit__sb_printf(sb, "struct DjStage%s {\n    static constexpr bool STAGED = %s;\n", name,
-                      o->staged ? "true" : "false");
+    dnnjit__sb_printf(sb, "struct DjStage%s {\n    static constexpr bool STAGED = %s, TRANSPOSED = %s;\n", name,
+                      o->staged ? "true" : "false", o->transposed ? "true" : "false");
+    dnnjit__sb_printf(sb, "    static constexpr dj_i64 KSTRIDE = %lldLL;\n", (long long)(o->transposed ? o->outer_stride : 0));
     dnnjit__sb_printf(sb, "    static constexpr dj_i64 LINES = %lldLL, INNER = %lldLL, PITCH = %lldLL, OFFSET = %lldLL;\n",
                       (long long)(o->staged ? o->lines : 0), (long long)o->inner, (long long)o->pitch,
                       (long long)o->offset);
@@ -797,7 +806,7 @@ static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *
                       (long long)o->span_hi);
     dnnjit__sb_append(sb, "    __device__ static dj_i64 line(dj_i64 l)\n    {\n");
     dnnjit__sb_printf(sb, "        dj_i64 e = l %% %lldLL * %lldLL;\n        l /= %lldLL;\n", (long long)o->outer,
-                      (long long)o->outer_stride, (long long)o->outer);
+                      (long long)(o->transposed ? 1 : o->outer_stride), (long long)o->outer);
     for (int i = 0; i < o->batch_axes; i++)
         dnnjit__sb_printf(sb, "        e += l %% %lldLL * %lldLL;\n        l /= %lldLL;\n", (long long)o->batch_dim[i],
                           (long long)o->batch_stride[i], (long long)o->batch_dim[i]);

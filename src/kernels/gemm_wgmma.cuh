@@ -53,14 +53,16 @@
 //   DJ_SPLITS DJ_SPLIT_COUNTERS DJ_SPLIT_PARTIALS   split-K: the K splits of each tile, and the
 //       byte offsets in the scratch of the tiles' arrival counters (zeroed by execute before
 //       each launch) and of the splits' partial tiles
-//   DjStageA DjStageB         each operand's copy (STAGED, and the fields dj_stage_copy reads)
+//   DjStageA DjStageB         each operand's copy (STAGED, TRANSPOSED, and the fields
+//                             dj_stage_copy and dj_stage_transpose read)
 //
 // Staging: every CTA copies its share of the lines of the staged operands into the scratch
 // (through shared memory, so that global memory is read and written in aligned 16-byte
 // pieces whatever the source's alignment; a round's loads in flight while the last round
 // is written), then all wait at a grid-wide barrier, which the
 // cooperative launch makes safe (every CTA resident), before the GEMM reads the copies
-// with TMA.
+// with TMA. An fp8 or TF32 operand that is M- or N-major, which wgmma cannot read, is copied
+// transposed (TRANSPOSED: dj_stage_transpose), so that the copy is K-major.
 //
 // Shared-memory layout of one stage, both operands in TMA's 128-byte swizzle (atoms of eight
 // 128-byte rows, 1024-byte aligned):
@@ -302,10 +304,11 @@ __device__ __forceinline__ void dj_release(unsigned empty, unsigned rank)
 constexpr int DJ_SEG_MAX = 4096;
 
 template <class S> struct DjSegs {
+    static constexpr bool COPIED = S::STAGED && !S::TRANSPOSED;
     static constexpr dj_i64 LINE_BYTES = S::INNER * DJ_ESIZE;
     static constexpr dj_i64 SEGS = (LINE_BYTES + DJ_SEG_MAX - 1) / DJ_SEG_MAX;
-    static constexpr int SEG = S::STAGED ? (int)(((LINE_BYTES + SEGS - 1) / SEGS + 15) / 16 * 16) : 16;
-    static constexpr dj_i64 UNITS = S::LINES * SEGS; // none when the operand is not staged
+    static constexpr int SEG = COPIED ? (int)(((LINE_BYTES + SEGS - 1) / SEGS + 15) / 16 * 16) : 16;
+    static constexpr dj_i64 UNITS = COPIED ? S::LINES * SEGS : 0; // none when not staged, or transposed
 };
 
 // One unit: its first byte in the operand, its length, where it goes in the scratch
@@ -434,11 +437,60 @@ template <unsigned BUFFER> __device__ void dj_stage_copy(const DjArgs &args, uns
     }
 }
 
-// The copies of the staged operands, through the pipeline's stages (not yet in use).
+// The unsigned integer of N bytes, which a copy moves elements of that size as.
+template <int N> struct dj_uint_of_size;
+template <> struct dj_uint_of_size<1> {
+    typedef unsigned char type;
+};
+template <> struct dj_uint_of_size<2> {
+    typedef unsigned short type;
+};
+template <> struct dj_uint_of_size<4> {
+    typedef unsigned type;
+};
+
+// Copies a TRANSPOSED operand: line l of the copy (an M or N index) holds the S::INNER K
+// elements S::line(l) + k * S::KSTRIDE of the operand, whose lines are its contiguous axis.
+// Each warp takes tiles of 32 lines by 32 K steps in turn, through a tile of its own in
+// `buffer`: its lanes read 32 neighbouring lines at each K step (consecutive addresses
+// within a batch entry), then write 32 consecutive K elements of each line; the tile's
+// rows are 33 elements apart, so that neither pass hits a bank twice.
+template <class S, unsigned BUFFER> __device__ void dj_stage_transpose(const DjArgs &args, unsigned char *buffer)
+{
+    if constexpr (S::STAGED && S::TRANSPOSED) {
+        using E = typename dj_uint_of_size<DJ_ESIZE>::type;
+        constexpr int WARPS = DJ_THREADS / 32;
+        static_assert(BUFFER >= WARPS * 32 * 33 * sizeof(E), "the stages hold every warp's tile");
+        constexpr dj_i64 TILES_L = (S::LINES + 31) / 32, TILES_K = (S::INNER + 31) / 32;
+        const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+        const E *const src = (const E *)args.ptr[S::SLOT];
+        unsigned char *const dst = (unsigned char *)args.ptr[DJ_SCRATCH_SLOT] + S::OFFSET;
+        E(*const tile)[33] = (E(*)[33])(buffer + warp * 32 * 33 * sizeof(E));
+        for (dj_i64 t = (dj_i64)blockIdx.x * WARPS + warp; t < TILES_L * TILES_K; t += (dj_i64)gridDim.x * WARPS) {
+            const dj_i64 l0 = t / TILES_K * 32, k0 = t % TILES_K * 32;
+            const dj_i64 first = l0 + lane < S::LINES ? S::line(l0 + lane) : 0;
+#pragma unroll 8
+            for (int i = 0; i < 32; i++)
+                tile[i][lane] = l0 + lane < S::LINES && k0 + i < S::INNER ? src[first + (k0 + i) * S::KSTRIDE] : E(0);
+            __syncwarp();
+            for (int j = 0; j < 32 && l0 + j < S::LINES; j++)
+                if (k0 + lane < S::INNER)
+                    ((E *)(dst + (l0 + j) * S::PITCH))[k0 + lane] = tile[lane][j];
+            __syncwarp();
+        }
+    }
+}
+
+// The copies of the staged operands, through the pipeline's stages (not yet in use): the
+// line copies, then the transposed ones.
 __device__ __forceinline__ void dj_stage_operands(const DjArgs &args, unsigned char *stages)
 {
-    if constexpr (DjStageA::STAGED || DjStageB::STAGED)
-        dj_stage_copy<DJ_STAGES * (DJ_A_STAGE + DJ_B_STAGE)>(args, stages);
+    constexpr unsigned BUFFER = DJ_STAGES * (DJ_A_STAGE + DJ_B_STAGE);
+    // (dj_stage_copy ends at a barrier, its buffer free again.)
+    if constexpr (DjSegs<DjStageA>::COPIED || DjSegs<DjStageB>::COPIED)
+        dj_stage_copy<BUFFER>(args, stages);
+    dj_stage_transpose<DjStageA, BUFFER>(args, stages);
+    dj_stage_transpose<DjStageB, BUFFER>(args, stages);
 }
 
 // Every CTA of the grid, its staged copies written: the writes made visible to the TMA
