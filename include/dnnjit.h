@@ -619,7 +619,8 @@ typedef enum dnnjit_build_plan_policy {
 #define DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION (1u << 0)
 /* The plan computes in less precision than the graph asks for: FLOAT matmul inputs are
  * rounded to TF32 (10-bit mantissa) before one tensor-core product. Plans without this note
- * keep about FLOAT accuracy. */
+ * keep about FLOAT accuracy; mode A lists them all before any plan with it (the fallback
+ * engine's last), so its first plan never has it. */
 #define DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION (1u << 1)
 
 /* Validates the graph and partitions it into groups; afterwards the graph can no longer
