@@ -358,10 +358,14 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
                  dnnjit_data_type_name(b->resolved_type));
         return false;
     }
-    if (fp32 != kn->tf32) {
-        snprintf(why, why_size, fp32 ? "FLOAT inputs multiply as TF32, in the _tf32 plans (noted REDUCED_PRECISION)"
-                                     : "a _tf32 plan takes FLOAT inputs, and A and B are %s",
-                 dnnjit_data_type_name(a->resolved_type));
+    if (fp32 && !kn->tf32) {
+        snprintf(why, why_size, "FLOAT inputs multiply as TF32, in the _tf32 plans (noted REDUCED_PRECISION)");
+        return false;
+    }
+    if (!fp32 && kn->tf32) {
+        snprintf(why, why_size, "a _tf32 plan takes FLOAT inputs, and A and B are %s%s%s",
+                 dnnjit_data_type_name(a->resolved_type), a->resolved_type == b->resolved_type ? "" : " and ",
+                 a->resolved_type == b->resolved_type ? "" : dnnjit_data_type_name(b->resolved_type));
         return false;
     }
     dnnjit_data_type_t compute = dnnjit__node_compute_type(g, mm);
