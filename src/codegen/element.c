@@ -41,7 +41,7 @@ static void emit_element_coords(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *sh
         dnnjit__emit_coords(sb, "batch", batch_axes, shape->dim, "    ");
     else
         dnnjit__sb_append(sb, "    (void)batch;\n");
-    dnnjit__sb_printf(sb, "    const dj_i64 c%d = row, c%d = col;\n", batch_axes, batch_axes + 1);
+    dnnjit__sb_printf(sb, "    [[maybe_unused]] const dj_i64 c%d = row, c%d = col;\n", batch_axes, batch_axes + 1);
 }
 
 /* Loads what the pointwise nodes of one part read and evaluates them; the values they

@@ -64,13 +64,16 @@ void dnnjit__emit_offset(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, int nd
         dnnjit__sb_append(sb, "0");
 }
 
+/* Every coordinate is declared whether or not the expressions read it (a bias along the
+ * columns reads only the last), so each is marked [[maybe_unused]]: NVRTC would otherwise
+ * warn about the unread ones in every kernel it compiles. */
 void dnnjit__emit_coords(dnnjit__strbuf_t *sb, const char *index, int ndim, const int64_t *dim, const char *indent)
 {
     dnnjit__sb_printf(sb, "%sdj_i64 r_ = %s;\n", indent, index);
     for (int i = ndim - 1; i > 0; i--)
-        dnnjit__sb_printf(sb, "%sconst dj_i64 c%d = r_ %% %lldLL; r_ /= %lldLL;\n", indent, i, (long long)dim[i],
-                          (long long)dim[i]);
-    dnnjit__sb_printf(sb, "%sconst dj_i64 c0 = r_;\n", indent);
+        dnnjit__sb_printf(sb, "%s[[maybe_unused]] const dj_i64 c%d = r_ %% %lldLL; r_ /= %lldLL;\n", indent, i,
+                          (long long)dim[i], (long long)dim[i]);
+    dnnjit__sb_printf(sb, "%s[[maybe_unused]] const dj_i64 c0 = r_;\n", indent);
 }
 
 void dnnjit__emit_scalar(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, int slot)

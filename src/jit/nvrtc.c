@@ -192,22 +192,36 @@ static dnnjit_status_t find_toolkit(char *root, size_t size)
                         "$CUDA_HOME, $CUDA_PATH and /usr/local/cuda for include/cuda_runtime.h)");
 }
 
+/* The program's log without its trailing blank lines, or NULL when it is empty or cannot
+ * be read; the caller frees it. */
+static char *program_log(nvrtc_program_t prog)
+{
+    size_t log_size = 0;
+    char *log = NULL;
+    if (nvrtc.get_program_log_size(prog, &log_size) != NVRTC_SUCCESS || log_size <= 1 || !(log = malloc(log_size)))
+        return NULL;
+    if (nvrtc.get_program_log(prog, log) != NVRTC_SUCCESS) {
+        free(log);
+        return NULL;
+    }
+    size_t len = strlen(log);
+    while (len && (log[len - 1] == '\n' || log[len - 1] == ' '))
+        log[--len] = '\0';
+    if (!len) {
+        free(log);
+        return NULL;
+    }
+    return log;
+}
+
 /* The log, cut so that the whole message fits the library's message buffer: the first
  * errors are the ones that explain the rest. */
 #define LOG_KEEP 1400
 
 static dnnjit_status_t compile_failure(nvrtc_program_t prog, nvrtc_result_t r, const char *name, const char *arch)
 {
-    size_t log_size = 0;
-    char *log = NULL;
-    if (nvrtc.get_program_log_size(prog, &log_size) == NVRTC_SUCCESS && log_size > 1 &&
-        (log = malloc(log_size)) != NULL && nvrtc.get_program_log(prog, log) != NVRTC_SUCCESS) {
-        free(log);
-        log = NULL;
-    }
+    char *log = program_log(prog);
     size_t len = log ? strlen(log) : 0;
-    while (len && (log[len - 1] == '\n' || log[len - 1] == ' '))
-        log[--len] = '\0';
     dnnjit_status_t status = r == NVRTC_ERROR_OUT_OF_MEMORY  ? DNNJIT_STATUS_OUT_OF_MEMORY
                              : r == NVRTC_ERROR_INVALID_OPTION ? DNNJIT_STATUS_NOT_SUPPORTED
                                                                : DNNJIT_STATUS_COMPILE_ERROR;
@@ -276,6 +290,14 @@ dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, cons
     }
     r = nvrtc.compile_program(prog, n, opts);
     free(opts);
+    if (r == NVRTC_SUCCESS && dnnjit__log_enabled()) {
+        /* A compile that succeeds may still have warned: shown only when asked for, so
+         * that whoever changes a kernel template sees what NVRTC said of it. */
+        char *log = program_log(prog);
+        if (log)
+            dnnjit__log("NVRTC compiled \"%s\" for %s with this log:\n%s", name, arch, log);
+        free(log);
+    }
     if (r != NVRTC_SUCCESS) {
         s = compile_failure(prog, r, name, arch);
     } else if ((r = nvrtc.get_cubin_size(prog, size)) != NVRTC_SUCCESS || *size == 0) {

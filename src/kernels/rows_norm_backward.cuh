@@ -275,7 +275,8 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
 // instantiate (a static shared array in each would take the memory twice).
 __shared__ __align__(16) float dj_fused_rows_sums[DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? DJ_RPB : 1]
                                                    [DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? 2 * DJ_COLS : 1];
-constexpr unsigned DJ_FUSED_GROUPS = DJ_FUSED_BLOCKS / DJ_CLUSTER;
+// (Read only by a fused plan's code, which the other plans never instantiate.)
+[[maybe_unused]] constexpr unsigned DJ_FUSED_GROUPS = DJ_FUSED_BLOCKS / DJ_CLUSTER;
 static_assert(DJ_CLUSTER == 1 || DJ_RPB == 1, "a cluster works on one row at a time");
 
 // What a cluster's block tells every block of the cluster about a row: its sums of g and
