@@ -463,11 +463,14 @@ static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t
         break;
     case DNNJIT_OP_LAYERNORM:
     case DNNJIT_OP_RMSNORM:
-        dnnjit__sb_printf(sb, "[[maybe_unused]] constexpr bool DJ_CENTER = %s;\n", n->op == DNNJIT_OP_LAYERNORM ? "true" : "false");
+        dnnjit__sb_printf(sb, "[[maybe_unused]] constexpr bool DJ_CENTER = %s;\n",
+                          n->op == DNNJIT_OP_LAYERNORM ? "true" : "false");
         break;
     default:
         dnnjit__sb_printf(sb,
-                          "[[maybe_unused]] constexpr bool DJ_CENTER = %s;\n[[maybe_unused]] constexpr int DJ_STRIP = %d;\n[[maybe_unused]] constexpr int DJ_SEGMENTS = %lld;\n"
+                          "[[maybe_unused]] constexpr bool DJ_CENTER = %s;\n"
+                          "[[maybe_unused]] constexpr int DJ_STRIP = %d;\n"
+                          "[[maybe_unused]] constexpr int DJ_SEGMENTS = %lld;\n"
                           "[[maybe_unused]] constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\n",
                           n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->strip, (long long)pb->segments,
                           (long long)pb->seg_rows);
@@ -512,13 +515,21 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       dnnjit__op_label(pb.op->op), pb.op->name, (long long)grp->node_count, (long long)pb.geo.rows,
                       (long long)pb.geo.cols);
     dnnjit__sb_printf(&sb,
-                      "[[maybe_unused]] constexpr dj_i64 DJ_ROWS = %lldLL;\n[[maybe_unused]] constexpr int DJ_COLS = %lld;\n[[maybe_unused]] constexpr int DJ_TPR = %d;\n"
-                      "[[maybe_unused]] constexpr int DJ_BLOCK = %d;\n[[maybe_unused]] constexpr int DJ_VEC = %d;\n[[maybe_unused]] constexpr bool DJ_REGS = %s;\n"
-                      "[[maybe_unused]] constexpr int DJ_SPLIT = %lld;\n[[maybe_unused]] constexpr int DJ_SEG_COLS = %lld;\n"
-                      "[[maybe_unused]] constexpr unsigned DJ_COL_BLOCKS = %lldu;\n[[maybe_unused]] constexpr unsigned DJ_FUSED_BLOCKS = %lldu;\n"
-                      "[[maybe_unused]] constexpr int DJ_FUSED_STRIP = %d;\n[[maybe_unused]] constexpr int DJ_FUSED_STRIP_WARPS = %d;\n"
+                      "[[maybe_unused]] constexpr dj_i64 DJ_ROWS = %lldLL;\n"
+                      "[[maybe_unused]] constexpr int DJ_COLS = %lld;\n"
+                      "[[maybe_unused]] constexpr int DJ_TPR = %d;\n"
+                      "[[maybe_unused]] constexpr int DJ_BLOCK = %d;\n"
+                      "[[maybe_unused]] constexpr int DJ_VEC = %d;\n"
+                      "[[maybe_unused]] constexpr bool DJ_REGS = %s;\n"
+                      "[[maybe_unused]] constexpr int DJ_SPLIT = %lld;\n"
+                      "[[maybe_unused]] constexpr int DJ_SEG_COLS = %lld;\n"
+                      "[[maybe_unused]] constexpr unsigned DJ_COL_BLOCKS = %lldu;\n"
+                      "[[maybe_unused]] constexpr unsigned DJ_FUSED_BLOCKS = %lldu;\n"
+                      "[[maybe_unused]] constexpr int DJ_FUSED_STRIP = %d;\n"
+                      "[[maybe_unused]] constexpr int DJ_FUSED_STRIP_WARPS = %d;\n"
                       "[[maybe_unused]] constexpr int DJ_CLUSTER = %d;\n"
-                      "[[maybe_unused]] constexpr int DJ_SCRATCH_SLOT = %d;\n[[maybe_unused]] constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n"
+                      "[[maybe_unused]] constexpr int DJ_SCRATCH_SLOT = %d;\n"
+                      "[[maybe_unused]] constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n"
                       "[[maybe_unused]] constexpr bool DJ_SHARED_COL_SUMS = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
