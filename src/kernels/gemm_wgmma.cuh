@@ -99,6 +99,9 @@ constexpr int DJ_ITEMS_M = (DJ_TILES_M + DJ_CLUSTER - 1) / DJ_CLUSTER;
 constexpr int DJ_TILES = DJ_ITEMS_M * DJ_TILES_N;
 constexpr dj_i64 DJ_WORK = (dj_i64)DJ_TILES * DJ_BATCH * DJ_SPLITS;
 constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
+// Every tile a CTA works on lies wholly inside C (none starts past M either, as a cluster's
+// second tile row can when the tile rows are odd): its epilogue needs no bounds checks.
+constexpr bool DJ_WHOLE_TILES = DJ_M % DJ_BM == 0 && DJ_N % DJ_BN == 0 && DJ_TILES_M % DJ_CLUSTER == 0;
 constexpr unsigned DJ_A_STAGE = DJ_BM * DJ_BK * DJ_ESIZE;
 constexpr unsigned DJ_B_STAGE = DJ_BN * DJ_BK * DJ_ESIZE;
 constexpr unsigned DJ_CHUNK = 64 * DJ_BK * DJ_ESIZE; // one MN-major chunk, or 64 K-major rows
@@ -693,22 +696,33 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
                 asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
             dj_bar_sync(2 + consumer, 128);
         }
+        // The box's pairs are all computed before any is stored, and without bounds checks
+        // when every tile lies inside C: the fused expressions' loads (a bias, a residual)
+        // then go out together instead of each waiting behind the last pair's store and
+        // branch. On the H200, 4096^3 bf16 with bias and relu ran 5-7% slower than without
+        // while each pair's load waited in turn.
+        unsigned words[8][2];
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const dj_i64 col = (dj_i64)tn * DJ_BN + box * 64 + 8 * j + 2 * (lane % 4);
                 float o0[1] = {0.0f}, o1[1] = {0.0f};
-                if (row + 8 * h < DJ_M && col < DJ_N) {
+                if (DJ_WHOLE_TILES || (row + 8 * h < DJ_M && col < DJ_N)) {
                     dj_epilogue_values(batch, row + 8 * h, col, acc[4 * j + 2 * h], o0, args);
-                    if (col + 1 < DJ_N)
+                    if (DJ_WHOLE_TILES || col + 1 < DJ_N)
                         dj_epilogue_values(batch, row + 8 * h, col + 1, acc[4 * j + 2 * h + 1], o1, args);
                 }
                 const DjOut lo = dj_from_float<DjOut>(o0[0]), hi = dj_from_float<DjOut>(o1[0]);
+                words[j][h] = (unsigned)lo.bits | (unsigned)hi.bits << 16;
+            }
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
                 const int rr = r + 8 * h;
                 const unsigned addr = slot + (unsigned)rr * 128u + (unsigned)(j ^ (rr % 8)) * 16u + (unsigned)(lane % 4) * 4u;
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"((unsigned)lo.bits | (unsigned)hi.bits << 16)
-                             : "memory");
+                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(words[j][h]) : "memory");
             }
 #pragma unroll
         for (int i = 0; i + 32 < DJ_ACC; i++)
