@@ -434,7 +434,6 @@ static void fp8_operands(void **state)
     dnnjit_handle_destroy(h);
 }
 
-/* The line pitch of a staged copy: `inner` elements rounded up to 128 bytes. */
 /* FLOAT inputs as TF32, in the knobs that repeat the others with _tf32 names, noted
  * REDUCED_PRECISION (and those alone): K-major operands as tensor maps of TF32 (which TMA
  * rounds to nearest), K tiles of 32 elements (one 128-byte row), the k8 wgmma without
@@ -564,6 +563,7 @@ static void tf32_operands(void **state)
     dnnjit_handle_destroy(h);
 }
 
+/* The line pitch of a staged copy: `inner` elements rounded up to 128 bytes. */
 static int64_t pitch_of(int64_t inner, int64_t esize)
 {
     return (inner * esize + 127) / 128 * 128;
