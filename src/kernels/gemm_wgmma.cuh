@@ -690,12 +690,6 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
 #pragma unroll 1
     for (int box = 0; box < DJ_BN / 64; box++) {
         const unsigned slot = buffer + (unsigned)(box % DJ_OUT_BOXES) * 8192u;
-        // TMA must have read the buffer's last contents before they are overwritten.
-        if (box % DJ_OUT_BOXES == 0) {
-            if (leader)
-                asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-            dj_bar_sync(2 + consumer, 128);
-        }
         // The box's pairs are all computed before any is stored, and without bounds checks
         // when every tile lies inside C: the fused expressions' loads (a bias, a residual)
         // then go out together instead of each waiting behind the last pair's store and
@@ -716,6 +710,15 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
                 const DjOut lo = dj_from_float<DjOut>(o0[0]), hi = dj_from_float<DjOut>(o1[0]);
                 words[j][h] = (unsigned)lo.bits | (unsigned)hi.bits << 16;
             }
+        // TMA must have read the buffer's last contents (the previous tile's last round, or
+        // this tile's first where the buffer holds fewer boxes than the tile) before they
+        // are overwritten: waited for only now, so that TMA's reading overlaps the box's loads
+        // and arithmetic.
+        if (box % DJ_OUT_BOXES == 0) {
+            if (leader)
+                asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+            dj_bar_sync(2 + consumer, 128);
+        }
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
