@@ -393,6 +393,67 @@ static void build_compiles_and_refuses_execute(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* build_plans(ALL) first compiles every plan's kernel on several threads
+ * (DNNJIT_COMPILE_THREADS), so that building the plans in order finds each in memory; the
+ * CUBINs are those a build on one thread makes, which compiles them in order only. */
+static void build_all_compiles_on_threads(void **state)
+{
+    (void)state;
+    enum { RUNS = 3, MOST = 8 };
+    const char *const threads[RUNS] = {"1", "3", "2"};
+    void *cubins[RUNS][MOST];
+    size_t sizes[RUNS][MOST];
+    int64_t count = 0;
+    setenv("DNNJIT_CACHE", "0", 1);
+    for (int run = 0; run < RUNS; run++) {
+        setenv("DNNJIT_COMPILE_THREADS", threads[run], 1);
+        dnnjit__jit_cache_clear_memory();
+        dnnjit__jit_cache_stats_t before, after;
+        dnnjit__jit_cache_stats(&before);
+        dnnjit_graph_t g = sigmoid_graph(sm90, 4099);
+        dnnjit_heur_mode_t a = DNNJIT_HEUR_MODE_A;
+        TU_OK(dnnjit_graph_create_execution_plans(g, &a, 1));
+        TU_OK(dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_ALL));
+        dnnjit__jit_cache_stats(&after);
+        TU_OK(dnnjit_graph_get_plan_count(g, &count));
+        assert_true(count >= 3 && count <= MOST);
+        /* Every plan's kernel is a different one, compiled once. */
+        assert_int_equal(after.compiles - before.compiles, count);
+        assert_int_equal(after.memory_hits - before.memory_hits, run > 0 ? count : 0);
+        for (int64_t p = 0; p < count; p++) {
+            const dnnjit__built_kernel_t *b = &g->jit->plans[p].kernels[0];
+            assert_true(g->jit->plans[p].built);
+            sizes[run][p] = b->cubin_size;
+            cubins[run][p] = malloc(b->cubin_size);
+            assert_non_null(cubins[run][p]);
+            memcpy(cubins[run][p], b->cubin, b->cubin_size);
+        }
+        dnnjit_graph_destroy(g);
+    }
+    for (int run = 1; run < RUNS; run++)
+        for (int64_t p = 0; p < count; p++) {
+            assert_int_equal(sizes[run][p], sizes[0][p]);
+            assert_memory_equal(cubins[run][p], cubins[0][p], sizes[0][p]);
+        }
+    for (int run = 0; run < RUNS; run++)
+        for (int64_t p = 0; p < count; p++)
+            free(cubins[run][p]);
+    const char *const bad[] = {"three", "0", "65", "2x", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("DNNJIT_COMPILE_THREADS", bad[i], 1);
+        dnnjit_graph_t g = sigmoid_graph(sm90, 4099);
+        dnnjit_heur_mode_t a = DNNJIT_HEUR_MODE_A;
+        TU_OK(dnnjit_graph_create_execution_plans(g, &a, 1));
+        TU_FAILS(dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_ALL), DNNJIT_STATUS_BAD_PARAM,
+                 "DNNJIT_COMPILE_THREADS must be a whole number from 1 to 64");
+        /* Only building every plan compiles on threads: the heuristics' choice is one plan. */
+        TU_OK(dnnjit_graph_build_plans(g, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE));
+        dnnjit_graph_destroy(g);
+    }
+    unsetenv("DNNJIT_COMPILE_THREADS");
+    unsetenv("DNNJIT_CACHE");
+}
+
 static void build_needs_plans_and_arch(void **state)
 {
     (void)state;
@@ -419,6 +480,7 @@ int main(void)
         cmocka_unit_test(source_is_canonical),
         cmocka_unit_test(print_covers_the_structure),
         cmocka_unit_test(build_compiles_and_refuses_execute),
+        cmocka_unit_test(build_all_compiles_on_threads),
         cmocka_unit_test(build_needs_plans_and_arch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

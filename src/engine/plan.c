@@ -528,6 +528,13 @@ dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_
     return s;
 }
 
+/* A kernel's NVRTC options (its engine's one extra option) in *storage, or NULL for none. */
+static const dnnjit__compile_options_t *kernel_options(const dnnjit__kernel_t *k, dnnjit__compile_options_t *storage)
+{
+    *storage = (dnnjit__compile_options_t){.extra = &k->compile_option, .extra_count = 1};
+    return k->compile_option ? storage : NULL;
+}
+
 static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const char *arch, bool has_device)
 {
     if (plan->built)
@@ -536,9 +543,8 @@ static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const 
     for (int64_t i = 0; i < g->jit->partition.group_count && !s; i++) {
         dnnjit__built_kernel_t *b = &plan->kernels[i];
         dnnjit__jit_key_t key;
-        const char *const extra[1] = {b->kernel.compile_option};
-        const dnnjit__compile_options_t options = {.extra = extra, .extra_count = 1};
-        s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, b->kernel.compile_option ? &options : NULL,
+        dnnjit__compile_options_t options;
+        s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, kernel_options(&b->kernel, &options),
                                   &b->cubin, &b->cubin_size, &key);
         if (!s && has_device)
             s = dnnjit__plan_load_kernel(b, key);
@@ -564,6 +570,31 @@ static dnnjit_status_t build_target(dnnjit_graph_t g, char *arch, bool *has_devi
     return DNNJIT_STATUS_SUCCESS;
 }
 
+/* Compiles the kernels of every plan not built yet on several threads at once (see
+ * dnnjit__jit_precompile), so that building the plans one after another then finds them
+ * in the kernel cache: NVRTC takes 0.1 to 0.6 s a kernel, and a GEMM lists dozens of
+ * plans. Failures are left to that build to report, as is running out of memory here. */
+static void precompile_plans(dnnjit_graph_t g, const char *arch, int64_t threads)
+{
+    int64_t groups = g->jit->partition.group_count, count = 0;
+    size_t most = (size_t)(g->jit->plan_count * groups);
+    dnnjit__jit_job_t *jobs = malloc(sizeof *jobs * most);
+    dnnjit__compile_options_t *options = malloc(sizeof *options * most);
+    for (int64_t p = 0; jobs && options && p < g->jit->plan_count; p++) {
+        dnnjit__plan_t *plan = &g->jit->plans[p];
+        if (plan->built || generate(g, plan) != DNNJIT_STATUS_SUCCESS)
+            continue;
+        for (int64_t i = 0; i < groups; i++, count++) {
+            const dnnjit__kernel_t *k = &plan->kernels[i].kernel;
+            jobs[count] = (dnnjit__jit_job_t){k->source, k->entry, kernel_options(k, &options[count])};
+        }
+    }
+    if (jobs && options)
+        dnnjit__jit_precompile(jobs, count, arch, threads);
+    free(jobs);
+    free(options);
+}
+
 dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t g, dnnjit_build_plan_policy_t policy)
 {
     if (!g)
@@ -575,6 +606,15 @@ dnnjit_status_t dnnjit_graph_build_plans(dnnjit_graph_t g, dnnjit_build_plan_pol
     dnnjit_status_t s = build_target(g, arch, &has_device);
     if (s)
         return s;
+    if (policy == DNNJIT_BUILD_PLAN_ALL) {
+        int64_t threads;
+        if ((s = dnnjit__jit_compile_threads(&threads)) != DNNJIT_STATUS_SUCCESS) {
+            char message[DNNJIT__MSG_LEN];
+            snprintf(message, sizeof message, "%s", dnnjit_last_error());
+            return dnnjit__fail(g, s, "build_plans: %s", message);
+        }
+        precompile_plans(g, arch, threads);
+    }
     /* A choice autotune remembered comes first when nothing is chosen yet; if it does not
      * build, the list's order decides as usual. */
     int64_t remembered = g->jit->chosen < 0 ? dnnjit__autotune_remembered(g) : -1;

@@ -615,6 +615,73 @@ dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, cons
     return DNNJIT_STATUS_SUCCESS;
 }
 
+/* ---- compiling many kernels at once ---- */
+
+enum {
+    /* Threads dnnjit__jit_precompile starts at most: each NVRTC compile holds a few hundred
+     * MB at its peak. */
+    MAX_COMPILE_THREADS = 64,
+};
+
+typedef struct precompile {
+    const dnnjit__jit_job_t *jobs;
+    int64_t count;
+    const char *arch;
+    atomic_llong next; /* the next job a thread takes */
+} precompile_t;
+
+static void *precompile_jobs(void *arg)
+{
+    precompile_t *p = arg;
+    for (int64_t i; (i = atomic_fetch_add(&p->next, 1)) < p->count;) {
+        const dnnjit__jit_job_t *job = &p->jobs[i];
+        void *cubin;
+        size_t size;
+        if (dnnjit__jit_get_cubin(job->source, job->name, p->arch, job->options, &cubin, &size, NULL) ==
+            DNNJIT_STATUS_SUCCESS)
+            free(cubin);
+    }
+    return NULL;
+}
+
+dnnjit_status_t dnnjit__jit_compile_threads(int64_t *threads)
+{
+    const char *env = getenv("DNNJIT_COMPILE_THREADS");
+    long n;
+    if (env) {
+        char *end;
+        errno = 0;
+        n = strtol(env, &end, 10);
+        if (end == env || *end || errno || n < 1 || n > MAX_COMPILE_THREADS)
+            return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM,
+                                "DNNJIT_COMPILE_THREADS must be a whole number from 1 to %d, not \"%s\"",
+                                MAX_COMPILE_THREADS, env);
+    } else {
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+        n = n < 1 ? 1 : n < MAX_COMPILE_THREADS ? n : MAX_COMPILE_THREADS;
+    }
+    *threads = n;
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+void dnnjit__jit_precompile(const dnnjit__jit_job_t *jobs, int64_t count, const char *arch, int64_t threads)
+{
+    threads = threads < count ? threads : count;
+    threads = threads < MAX_COMPILE_THREADS ? threads : MAX_COMPILE_THREADS;
+    if (!jobs || threads < 2)
+        return;
+    precompile_t p = {.jobs = jobs, .count = count, .arch = arch};
+    atomic_init(&p.next, 0);
+    pthread_t started[MAX_COMPILE_THREADS];
+    int64_t n = 0;
+    /* A thread that cannot start leaves its share to the others. */
+    while (n < threads - 1 && pthread_create(&started[n], NULL, precompile_jobs, &p) == 0)
+        n++;
+    precompile_jobs(&p);
+    for (int64_t i = 0; i < n; i++)
+        pthread_join(started[i], NULL);
+}
+
 /* ---- listing and clearing ---- */
 
 static bool is_hex(const char *s, size_t n)

@@ -302,6 +302,25 @@ dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, cons
                                       const dnnjit__compile_options_t *options, void **cubin, size_t *size,
                                       dnnjit__jit_key_t *key_out);
 
+/* One kernel for dnnjit__jit_precompile: what dnnjit__jit_get_cubin takes besides the
+ * architecture. */
+typedef struct dnnjit__jit_job {
+    const char *source;
+    const char *name;
+    const dnnjit__compile_options_t *options; /* NULL: none */
+} dnnjit__jit_job_t;
+
+/* The threads to compile on: $DNNJIT_COMPILE_THREADS when set (BAD_PARAM unless it is a
+ * whole number from 1 to 64), else one per online CPU, at most 64. */
+dnnjit_status_t dnnjit__jit_compile_threads(int64_t *threads);
+
+/* Brings the CUBIN of every job into the cache (as dnnjit__jit_get_cubin would, one after
+ * another), compiling the missing ones on up to `threads` threads at once, the calling
+ * thread one of them; with fewer than two threads or jobs it does nothing. A job that fails
+ * (a compile error, no NVRTC) leaves nothing behind: the caller's own dnnjit__jit_get_cubin
+ * for it meets the failure again and reports it. */
+void dnnjit__jit_precompile(const dnnjit__jit_job_t *jobs, int64_t count, const char *arch, int64_t threads);
+
 /* Adds a memory entry (never a disk file) holding a copy of `cubin` under `key`, unless
  * one exists. OUT_OF_MEMORY when it could not be added. */
 dnnjit_status_t dnnjit__jit_cache_insert(dnnjit__jit_key_t key, const void *cubin, size_t size);
