@@ -4,6 +4,7 @@
 
 #include "engine/plan.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,17 @@ const char *dnnjit_graph_last_error(dnnjit_graph_t graph)
 void dnnjit_free(void *ptr)
 {
     free(ptr);
+}
+
+bool dnnjit__whole_number(const char *text, long lo, long hi, long *value)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    if (end == text || *end || errno || n < lo || n > hi)
+        return false;
+    *value = n;
+    return true;
 }
 
 char *dnnjit__strdup(const char *s)

@@ -145,6 +145,9 @@ dnnjit_data_type_t dnnjit__node_compute_type(dnnjit_graph_t g, const dnnjit__nod
 /* ---- building blocks shared by the graph code, JSON and ref ---- */
 
 char *dnnjit__strdup(const char *s);
+/* Whether `text` is a whole number from lo to hi (base 10 as strtol reads it, nothing after),
+ * stored in *value when it is: how the library reads its numeric environment variables. */
+bool dnnjit__whole_number(const char *text, long lo, long hi, long *value);
 /* Appends a tensor with the given fields copied; returns its id or NONE on OOM. */
 dnnjit_tensor_t dnnjit__add_tensor(dnnjit_graph_t g, const dnnjit__tensor_t *proto);
 /* Appends a node (copying *proto, taking ownership of nothing); creates no outputs.

@@ -649,10 +649,7 @@ dnnjit_status_t dnnjit__jit_compile_threads(int64_t *threads)
     const char *env = getenv("DNNJIT_COMPILE_THREADS");
     long n;
     if (env) {
-        char *end;
-        errno = 0;
-        n = strtol(env, &end, 10);
-        if (end == env || *end || errno || n < 1 || n > MAX_COMPILE_THREADS)
+        if (!dnnjit__whole_number(env, 1, MAX_COMPILE_THREADS, &n))
             return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM,
                                 "DNNJIT_COMPILE_THREADS must be a whole number from 1 to %d, not \"%s\"",
                                 MAX_COMPILE_THREADS, env);

@@ -176,10 +176,8 @@ static dnnjit_status_t timed_batches(dnnjit_graph_t g, int *repeats)
     *repeats = REPEATS_DEFAULT;
     if (!v || !*v)
         return DNNJIT_STATUS_SUCCESS;
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || *end || n < 1 || n > REPEATS_MAX)
+    long n;
+    if (!dnnjit__whole_number(v, 1, REPEATS_MAX, &n))
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM,
                             "autotune: graph \"%s\": DNNJIT_AUTOTUNE_REPEATS=\"%s\" is not a whole number from 1 to %d", g->name, v, REPEATS_MAX);
     *repeats = (int)n;
