@@ -166,9 +166,17 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, problem_t *p,
     return true;
 }
 
-/* Shared memory per CTA; mirrors DjTile in gemm_mma.cuh. */
+static int threads_of(const knob_t *kn)
+{
+    return kn->tile.bm / kn->tile.wm * (kn->tile.bn / kn->tile.wn) * 32;
+}
+
+/* Shared memory per CTA: the pipeline's stages (mirrors DjTile in gemm_mma.cuh), or the
+ * epilogue's staging of 16 rows of each warp's tile as floats in rows of the warp tile's
+ * width plus 8 (DJ_EPI_PITCH), where that is more. */
 static int64_t smem_bytes(const problem_t *p, const knob_t *kn)
 {
+    int64_t staged = (int64_t)threads_of(kn) / 32 * 16 * (kn->tile.wn + 8) * 4;
     int esize = p->kind >= KIND_TF32 ? 4 : 2;
     int bk = kn->tile.bk * 2 / esize;
     int64_t total = 0;
@@ -179,7 +187,8 @@ static int64_t smem_bytes(const problem_t *p, const knob_t *kn)
         int64_t elems = ops[i]->kmajor ? (int64_t)rows[i] * (bk + pad) : (int64_t)bk * (rows[i] + pad);
         total += elems * esize;
     }
-    return total * kn->tile.stages;
+    total *= kn->tile.stages;
+    return total > staged ? total : staged;
 }
 
 /* Opt-in shared memory per block of each architecture family. */
@@ -275,11 +284,6 @@ static int64_t scratch_bytes(const problem_t *p, const knob_t *kn)
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static int threads_of(const knob_t *kn)
-{
-    return kn->tile.bm / kn->tile.wm * (kn->tile.bn / kn->tile.wn) * 32;
-}
 
 /* Tensor-core rate of one SM in FLOP/µs: mma.sync reaches about 3.8 TFLOP/s per H200 SM on
  * 16-bit inputs, half that on TF32; three TF32 products cost three times one. */
@@ -579,6 +583,8 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     }
     dnnjit__sb_printf(&sb, "constexpr int DJ_SCRATCH_SLOT = %d;\nconstexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n\n",
                       k->scratch_slot, (long long)(kn.split > 1 ? scratch_counters(&p, &kn) : 0));
+    /* The kernel calls dj_epilogue from one rolled loop (see its staged epilogue). */
+    dnnjit__sb_append(&sb, "#define DJ_EPILOGUE_INLINING __forceinline__\n");
     dnnjit__emit_group_element(&sb, g, grp, k, p.c, p.mm->out[0], DNNJIT__ELEMENT_AT_COORDS);
     for (int slot = 0; slot < 2; slot++)
         if (prologue[slot])
@@ -591,7 +597,7 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->grid[0] = (unsigned)tiles_of(&p, &kn);
     k->grid[1] = (unsigned)(p.batch * kn.split);
     k->grid[2] = 1;
-    k->block[0] = (unsigned)(kn.tile.bm / kn.tile.wm * (kn.tile.bn / kn.tile.wn) * 32);
+    k->block[0] = (unsigned)threads_of(&kn);
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&p, &kn);
     k->compile_option = GEMM_PTXAS_OPTION;

@@ -40,6 +40,13 @@ constexpr int DJ_KTILES_PER_SPLIT = (DJ_KTILES + DJ_SPLITK - 1) / DJ_SPLITK;
 constexpr bool DJ_K_WHOLE = DJ_K % DJ_BK == 0;
 
 static_assert(DJ_BM % DJ_WM == 0 && DJ_BN % DJ_WN == 0, "warp tiles must divide the CTA tile");
+
+// The epilogue stages 16 rows of a warp's tile at a time in shared memory, as floats in rows
+// of DJ_EPI_PITCH (DJ_WN is a multiple of 16, so the pitch is 8 or 24 banks past a multiple
+// of 32: the float2 stores of a half-warp's 4 rows fall in distinct banks). gemm.c's
+// smem_bytes allows for it.
+constexpr int DJ_EPI_PITCH = DJ_WN + 8;
+constexpr int DJ_EPI_FLOATS_PER_WARP = 16 * DJ_EPI_PITCH;
 static_assert(DJ_WM % 16 == 0 && DJ_WN % 16 == 0 && DJ_BK % DJ_KSTEP == 0, "tile shape");
 
 // ---- PTX wrappers -----------------------------------------------------------------
@@ -560,17 +567,37 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
                     acc[mi][ni][e] = sum;
                 }
     }
-    // A thread holds two neighbouring columns of each row it touches: the epilogue takes them
-    // together, so that outputs are written in 4- or 8-byte pieces.
+    // The epilogue goes through shared memory, whose stages every warp has finished reading
+    // once all have passed this barrier: each warp stages the 16 rows of its tile that one mi
+    // covers, then walks them row by row, its lanes on neighbouring column pairs, so that a
+    // warp's stores are whole lines (not 8 rows of 16 bytes) and dj_epilogue is inlined once,
+    // in a rolled loop, rather than called at each of a thread's DJ_MI * DJ_NI * 2 pairs. On
+    // the H200 the calls, their stack traffic and the scattered stores held the SMs for a
+    // tenth of 4096^3 bf16's time, with the tensor cores idle.
+    __syncthreads();
+    float *const staged = (float *)dj_smem + warp * DJ_EPI_FLOATS_PER_WARP;
+    constexpr int PAIRS_PER_ROW = DJ_WN / 2;
+#pragma unroll 1
+    for (int mi = 0; mi < DJ_MI; mi++) {
+        // acc's index must be a constant, so each mi's copy is a branch of its own.
 #pragma unroll
-    for (int mi = 0; mi < DJ_MI; mi++)
+        for (int m = 0; m < DJ_MI; m++)
+            if (m == mi)
 #pragma unroll
-        for (int ni = 0; ni < DJ_NI; ni++)
+                for (int ni = 0; ni < DJ_NI; ni++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int row = m0 + wm0 + mi * 16 + g + h * 8;
-                const int col = n0 + wn0 + ni * 8 + 2 * tq;
-                if (row < DJ_M && col < DJ_N)
-                    dj_epilogue(batch, row, col, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1], col + 1 < DJ_N, args);
-            }
+                    for (int h = 0; h < 2; h++)
+                        *(float2 *)&staged[(g + 8 * h) * DJ_EPI_PITCH + ni * 8 + 2 * tq] =
+                            make_float2(acc[m][ni][2 * h], acc[m][ni][2 * h + 1]);
+        __syncwarp();
+#pragma unroll 1
+        for (int pair = lane; pair < 16 * PAIRS_PER_ROW; pair += 32) {
+            const int r = pair / PAIRS_PER_ROW, c = pair % PAIRS_PER_ROW * 2;
+            const float2 v = *(const float2 *)&staged[r * DJ_EPI_PITCH + c];
+            const int row = m0 + wm0 + mi * 16 + r, col = n0 + wn0 + c;
+            if (row < DJ_M && col < DJ_N)
+                dj_epilogue(batch, row, col, v.x, v.y, col + 1 < DJ_N, args);
+        }
+        __syncwarp();
+    }
 }
