@@ -226,31 +226,35 @@ template <typename M, typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, d
         }
     }
 
-    // K tile t (counted from k_first) into `stage`.
-    __device__ __forceinline__ void copy(T *stage, int t) const
+    // Passes P0 to P1 - 1 of K tile t (counted from k_first) into `stage`; the slow path
+    // copies the whole tile, with the range that starts at pass 0.
+    template <int P0, int P1> __device__ __forceinline__ void copy(T *stage, int t) const
     {
-        const dj_i64 k0 = k_first + (dj_i64)t * DJ_BK;
-        if (!vec) {
-            copy_elements(stage, k0);
-            return;
-        }
-        const M *base = src + (dj_i64)t * TILE_STEP;
-        const bool whole = DJ_K_WHOLE || k0 + DJ_BK <= DJ_K;
-#pragma unroll
-        for (int p = 0; p < PASSES; p++) {
-            int bytes;
-            if constexpr (KMAJOR) {
-                const dj_i64 left = DJ_K - (k0 + inner0);
-                bytes = !(MN_WHOLE || rows_in >> p & 1) ? 0
-                        : whole             ? 16
-                        : left <= 0         ? 0
-                        : left >= VE        ? 16
-                                            : (int)left * (int)sizeof(T);
-            } else {
-                bytes = whole || k0 + outer0 + p * ROWS_PER_PASS < DJ_K ? mn_bytes : 0;
+        if constexpr (P0 < P1) {
+            const dj_i64 k0 = k_first + (dj_i64)t * DJ_BK;
+            if (!vec) {
+                if (P0 == 0)
+                    copy_elements(stage, k0);
+                return;
             }
-            dj_cp_async16(stage + dst + p * ROWS_PER_PASS * Tile::PITCH,
-                          bytes ? base + p * ROWS_PER_PASS * OUTER_STRIDE : g, bytes);
+            const M *base = src + (dj_i64)t * TILE_STEP;
+            const bool whole = DJ_K_WHOLE || k0 + DJ_BK <= DJ_K;
+#pragma unroll
+            for (int p = P0; p < P1; p++) {
+                int bytes;
+                if constexpr (KMAJOR) {
+                    const dj_i64 left = DJ_K - (k0 + inner0);
+                    bytes = !(MN_WHOLE || rows_in >> p & 1) ? 0
+                            : whole             ? 16
+                            : left <= 0         ? 0
+                            : left >= VE        ? 16
+                                                : (int)left * (int)sizeof(T);
+                } else {
+                    bytes = whole || k0 + outer0 + p * ROWS_PER_PASS < DJ_K ? mn_bytes : 0;
+                }
+                dj_cp_async16(stage + dst + p * ROWS_PER_PASS * Tile::PITCH,
+                              bytes ? base + p * ROWS_PER_PASS * OUTER_STRIDE : g, bytes);
+            }
         }
     }
 
@@ -283,7 +287,12 @@ template <typename M, typename T, bool KMAJOR, int MNT, dj_i64 MN, int SLOT> str
     dj_i64 batch, k_first;
     int mn0;
 
-    __device__ __forceinline__ void copy(T *stage, int t) const { copy_elements(stage, k_first + (dj_i64)t * DJ_BK); }
+    // The whole tile, as one pass (see DjPasses), with the range that holds it.
+    template <int P0, int P1> __device__ __forceinline__ void copy(T *stage, int t) const
+    {
+        if constexpr (P0 == 0 && P1 > 0)
+            copy_elements(stage, k_first + (dj_i64)t * DJ_BK);
+    }
 
     __device__ __noinline__ void copy_elements(T *stage, dj_i64 k0) const
     {
@@ -423,6 +432,34 @@ __device__ __forceinline__ void dj_mma_frags(float (&acc)[DJ_MI][DJ_NI][4], cons
         }
 }
 
+// The main loop issues a K tile's copies in DJ_COPY_PARTS parts, one per k-step but the last:
+// the passes of A and then of B, cut evenly. All at once (12 cp.async a thread for
+// 128x256x64) they held up the warp's next tensor-core work behind them; on the H200 spread
+// over three k-steps, 4096^3 bf16 on 128x256x64 tiles took 342-358 us against 359-377.
+// The passes of an operand's tile copy: DjCopy's, or one for a prologue's element copy.
+template <bool PROLOGUE, typename C> struct DjPasses {
+    static constexpr int value = C::PASSES;
+};
+template <typename C> struct DjPasses<true, C> {
+    static constexpr int value = 1;
+};
+constexpr int DJ_PASSES_A =
+    DjPasses<DJ_A_PROLOGUE, DjCopy<dj_ma, dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC>>::value;
+constexpr int DJ_PASSES_B =
+    DjPasses<DJ_B_PROLOGUE, DjCopy<dj_mb, dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC>>::value;
+constexpr int DJ_COPY_PARTS = DJ_BK / DJ_KSTEP - 1;
+static_assert(DJ_COPY_PARTS >= 1 && DJ_COPY_PARTS <= 3, "the main loop names parts 0 to 2");
+
+template <int PART, typename CA, typename CB>
+__device__ __forceinline__ void dj_copy_part(const CA &copy_a, const CB &copy_b, dj_ta *stage_a, dj_tb *stage_b, int t)
+{
+    constexpr int ALL = DJ_PASSES_A + DJ_PASSES_B;
+    static_assert(PART < DJ_COPY_PARTS, "a part of the tile's copies");
+    constexpr int LO = PART * ALL / DJ_COPY_PARTS, HI = (PART + 1) * ALL / DJ_COPY_PARTS;
+    copy_a.template copy<LO, (HI < DJ_PASSES_A ? HI : DJ_PASSES_A)>(stage_a, t);
+    copy_b.template copy<(LO > DJ_PASSES_A ? LO - DJ_PASSES_A : 0), (HI > DJ_PASSES_A ? HI - DJ_PASSES_A : 0)>(stage_b, t);
+}
+
 extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(const DjArgs args)
 {
     extern __shared__ __align__(16) unsigned char dj_smem[];
@@ -457,8 +494,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     const auto copy_b = dj_operand_copy<1>(args, batch, n0, (dj_i64)kt0 * DJ_BK);
     auto load = [&](int t) {
         const int stage = t % DJ_STAGES;
-        copy_a.copy(sa + stage * DjTileA::ELEMS, t);
-        copy_b.copy(sb + stage * DjTileB::ELEMS, t);
+        copy_a.template copy<0, DJ_PASSES_A>(sa + stage * DjTileA::ELEMS, t);
+        copy_b.template copy<0, DJ_PASSES_B>(sb + stage * DjTileB::ELEMS, t);
     };
     // A rolled loop: unrolled, its copies of the tile copy cost a quarter of the kernel's
     // compile time (NVVM and ptxas) and save nothing measurable once per tile.
@@ -501,13 +538,24 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
             }
             if (kk < KSTEPS - 1 || t + 1 < kt_count)
                 dj_load_frags(frag[(kk + 1) % 2], ra, rb, (kk + 1) % KSTEPS * DJ_KSTEP);
-            if (kk == 0) {
-                // This refills the stage read in step t - 1, which every warp finished before
-                // the barrier at the end of that step.
-                if (t + DJ_STAGES - 1 < kt_count)
-                    load(t + DJ_STAGES - 1);
-                dj_cp_commit();
+            // K tile t + DJ_STAGES - 1 refills the stage read in step t - 1, which every warp
+            // finished before the barrier at the end of that step. Its copies are spread over
+            // the k-steps before the last (whose wait must find this step's group committed).
+            if (kk < DJ_COPY_PARTS && t + DJ_STAGES - 1 < kt_count) {
+                const int next = t + DJ_STAGES - 1, stage = next % DJ_STAGES;
+                dj_ta *const stage_a = sa + stage * DjTileA::ELEMS;
+                dj_tb *const stage_b = sb + stage * DjTileB::ELEMS;
+                if (kk == 0)
+                    dj_copy_part<0>(copy_a, copy_b, stage_a, stage_b, next);
+                if constexpr (DJ_COPY_PARTS > 1)
+                    if (kk == 1)
+                        dj_copy_part<(DJ_COPY_PARTS > 1 ? 1 : 0)>(copy_a, copy_b, stage_a, stage_b, next);
+                if constexpr (DJ_COPY_PARTS > 2)
+                    if (kk == 2)
+                        dj_copy_part<(DJ_COPY_PARTS > 2 ? 2 : 0)>(copy_a, copy_b, stage_a, stage_b, next);
             }
+            if (kk == DJ_COPY_PARTS - 1)
+                dj_cp_commit();
             if constexpr (DJ_KIND == 3)
                 dj_mma_frags(part, frag[kk % 2]);
             else
