@@ -305,6 +305,11 @@ template <typename M, typename T, bool KMAJOR, int MNT, dj_i64 MN, int SLOT> str
     }
 };
 
+// The copies of A and B from memory (named here only: instantiated where an operand has no
+// prologue).
+typedef DjCopy<dj_ma, dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC> DjCopyA;
+typedef DjCopy<dj_mb, dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC> DjCopyB;
+
 // The tile copy of operand SLOT for batch entry `batch`, from K index k_first on: through
 // its prologue, or from memory.
 template <int SLOT> __device__ __forceinline__ auto dj_operand_copy(const DjArgs &args, dj_i64 batch, int mn0,
@@ -314,14 +319,12 @@ template <int SLOT> __device__ __forceinline__ auto dj_operand_copy(const DjArgs
         return DjPrologueCopy<dj_ma, dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, 0>{&args, batch, k_first, mn0};
     } else if constexpr (SLOT == 0) {
         const dj_ma *const g = (const dj_ma *)args.ptr[DJ_A_SLOT] + dj_a_batch(batch);
-        return DjCopy<dj_ma, dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC>(g, mn0, k_first,
-                                                                                        ((dj_u64)g & 15) == 0);
+        return DjCopyA(g, mn0, k_first, ((dj_u64)g & 15) == 0);
     } else if constexpr (DJ_B_PROLOGUE) {
         return DjPrologueCopy<dj_mb, dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, 1>{&args, batch, k_first, mn0};
     } else {
         const dj_mb *const g = (const dj_mb *)args.ptr[DJ_B_SLOT] + dj_b_batch(batch);
-        return DjCopy<dj_mb, dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC>(g, mn0, k_first,
-                                                                                        ((dj_u64)g & 15) == 0);
+        return DjCopyB(g, mn0, k_first, ((dj_u64)g & 15) == 0);
     }
 }
 
@@ -439,10 +442,8 @@ template <bool PROLOGUE, typename C> struct DjPasses {
 template <typename C> struct DjPasses<true, C> {
     static constexpr int value = 1;
 };
-constexpr int DJ_PASSES_A =
-    DjPasses<DJ_A_PROLOGUE, DjCopy<dj_ma, dj_ta, DJ_A_KMAJOR, DJ_BM, DJ_M, DJ_A_SM, DJ_A_SK, DJ_A_VEC>>::value;
-constexpr int DJ_PASSES_B =
-    DjPasses<DJ_B_PROLOGUE, DjCopy<dj_mb, dj_tb, DJ_B_KMAJOR, DJ_BN, DJ_N, DJ_B_SN, DJ_B_SK, DJ_B_VEC>>::value;
+constexpr int DJ_PASSES_A = DjPasses<DJ_A_PROLOGUE, DjCopyA>::value;
+constexpr int DJ_PASSES_B = DjPasses<DJ_B_PROLOGUE, DjCopyB>::value;
 
 // The main loop issues a K tile's copies in DJ_COPY_PARTS parts, one per k-step but the last:
 // the passes of A and then of B, cut evenly. Issued all at once (12 cp.async a thread on
