@@ -177,6 +177,24 @@ static void staged_against_reference(void **state)
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Every staged-epilogue plan on rows of 16-bit outputs of which every other starts 2 bytes
+ * past a 4-byte boundary (whose column pairs go as two 2-byte stores): rows of 77 in batch
+ * entries of 385, so that rows start at odd and even elements in every mix of row and
+ * batch entry, and 1025-wide rows over several 32-column chunks and tiles. */
+static void staged_epilogue_odd_rows(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
+        {"batch 3 5x77x130 half odd rows", DNNJIT_DATA_TYPE_HALF, 3, 3, 5, 77, 130, ROW, ROW, TU_BIAS_RELU, false},
+        {"300x1025x64 bf16 odd rows", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 1025, 64, ROW, COL, TU_PLAIN, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = build_case(&cases[i]);
+        run_sm90_plans(g, cases[i].label, 0, "_staged");
+        dnnjit_graph_destroy(g);
+    }
+}
+
 /* Split-K, every split plan: odd M and N past the tiles' edges with a broadcast batch and
  * bias + relu; one row (the partial sums of rows past M neither stored nor read); a second
  * M tile of two rows; an odd K that stages A, with a row bias, residual and tanh. */
@@ -538,6 +556,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(cases_against_reference),
         cmocka_unit_test(every_knob_staged),
         cmocka_unit_test(staged_against_reference),
+        cmocka_unit_test(staged_epilogue_odd_rows),
         cmocka_unit_test(four_d_batch),
         cmocka_unit_test(split_against_reference),
         cmocka_unit_test(fp8_against_reference),

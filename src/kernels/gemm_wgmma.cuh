@@ -818,6 +818,11 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                                                                    : (unsigned)chunks_b * DJ_CHUNK);
             int k_begin, k_end;
             dj_k_range((int)(work % DJ_SPLITS), k_begin, k_end);
+            // Only the stages' loads go out: TMA prefetches into L2 of B's tile 3 or 8 K tiles
+            // ahead as well (cp.async.bulk.prefetch.tensor), tried on the H200 for problems
+            // of 64 rows or fewer, which stream B from DRAM, slowed them (1x14336x4096 bf16
+            // 36.9 -> 44.0 and 50.9 us, 16x14336x4096 35.8 -> 40.9 and 42.0, 1x4096x14336
+            // 39.0 -> 43.0 and 43.8).
             for (int kt = k_begin; kt < k_end; kt++, it++) {
                 const int s = it % DJ_STAGES;
                 dj_mbar_wait(empty(s), ((it / DJ_STAGES) & 1) ^ 1);
@@ -939,11 +944,15 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                 __syncwarp();
                 // Lanes 0-15 take the even rows, 16-31 the odd ones, a column pair each.
                 // A row of 16-bit outputs whose first column is 2 bytes past a 4-byte
-                // boundary (an odd row stride) stores each pair as two 2-byte stores. Pairing
-                // such a row's columns from column 1 on instead (its first and last column
-                // alone, lane 0 taking both ends) made every pair one 4-byte store but ran
-                // 4097x4095x4099 bf16 in 268-274 us against 239-252 in the same runs on the
-                // H200: the half-warps of a warp, on rows of either kind, then diverge.
+                // boundary (an odd row stride) stores each pair as two 2-byte stores. On the
+                // H200 such rows cost 4097x4095x4099 bf16 about 10 us (232-240 us with C's
+                // rows padded to 4096, 237-254 without), but not for those stores: pairing
+                // the row's columns 2i - 1 and 2i instead, so that every pair is one 4-byte
+                // store, ran as fast (243-258 us; the previous chunk's last column carried in
+                // shared memory, the tile's last stored after the chunks) or slower (268-274,
+                // lane 0 storing each chunk's first and last columns alone, which diverged
+                // from the other half-warp at every chunk). The rows' 64-byte pieces start
+                // off the 32-byte sectors either way.
                 const int col = tn * DJ_BN + chunk * DJ_EPI_COLS + 2 * (lane % 16);
 #pragma unroll 1
                 for (int r = lane / 16; r < 16; r += 2) {
