@@ -945,7 +945,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                 // Lanes 0-15 take the even rows, 16-31 the odd ones, a column pair each.
                 // A row of 16-bit outputs whose first column is 2 bytes past a 4-byte
                 // boundary (an odd row stride) stores each pair as two 2-byte stores. On the
-                // H200 such rows cost 4097x4095x4099 bf16 about 10 us (232-240 us with C's
+                // H200 such rows cost 4097x4095x4099 bf16 about 10 us (231-245 us with C's
                 // rows padded to 4096, 237-254 without), but not for those stores: pairing
                 // the row's columns 2i - 1 and 2i instead, so that every pair is one 4-byte
                 // store, ran as fast (243-258 us; the previous chunk's last column carried in
