@@ -44,6 +44,12 @@ enum {
     GROUP_M = 8,
     /* The batch and split index ride on gridDim.y. */
     MAX_GRID_Y = 65535,
+    /* The epilogue stages EPI_ROWS rows of each warp's tile at a time in shared memory (one
+     * 16-row mma fragment row), as floats in rows of the warp tile's width plus EPI_PAD:
+     * the warp width is a multiple of 16, so the pitch is 8 or 24 banks past a multiple of
+     * 32 and the float2 stores of a half-warp's 4 rows fall in distinct banks. */
+    EPI_ROWS = 16,
+    EPI_PAD = 8,
 };
 
 /* ptxas at -O2 instead of its default -O3: measured on NVRTC 13 for sm_90a, the main loops
@@ -172,11 +178,11 @@ static int threads_of(const knob_t *kn)
 }
 
 /* Shared memory per CTA: the pipeline's stages (mirrors DjTile in gemm_mma.cuh), or the
- * epilogue's staging of 16 rows of each warp's tile as floats in rows of the warp tile's
- * width plus 8 (DJ_EPI_PITCH), where that is more. */
+ * epilogue's staging (EPI_ROWS rows of EPI_PAD more floats than the warp tile's width, per
+ * warp), where that is more. */
 static int64_t smem_bytes(const problem_t *p, const knob_t *kn)
 {
-    int64_t staged = (int64_t)threads_of(kn) / 32 * 16 * (kn->tile.wn + 8) * 4;
+    int64_t staged = (int64_t)threads_of(kn) / 32 * EPI_ROWS * (kn->tile.wn + EPI_PAD) * 4;
     int esize = p->kind >= KIND_TF32 ? 4 : 2;
     int bk = kn->tile.bk * 2 / esize;
     int64_t total = 0;
@@ -570,6 +576,7 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "DJ_SPLITK = %d, DJ_GROUP_M = %d, DJ_MIN_BLOCKS = %d;\n",
                       kn.tile.bm, kn.tile.bn, bk, kn.tile.wm, kn.tile.wn, kn.tile.stages, kn.split, GROUP_M,
                       kn.tile.min_blocks);
+    dnnjit__sb_printf(&sb, "constexpr int DJ_EPI_ROWS = %d, DJ_EPI_PITCH = %d;\n", EPI_ROWS, kn.tile.wn + EPI_PAD);
     dnnjit__sb_printf(&sb,
                       "constexpr dj_i64 DJ_M = %lldLL, DJ_N = %lldLL, DJ_K = %lldLL, DJ_BATCH = %lldLL;\n",
                       (long long)p.m, (long long)p.n, (long long)p.k, (long long)p.batch);
