@@ -93,14 +93,15 @@ static void run_sm90_plans(dnnjit_graph_t g, const char *label, int limit, const
     run_sm90_plans_on(g, label, limit, only, -1.0, 1.0);
 }
 
-/* Each case's sm_90 plans: every one for the "every knob" cases, the first two for the
- * others. TMA reads K-major rows in place when K is a multiple of 8 (16 bytes), M- and
- * N-major ones when M or N is; the kernel copies the others first (staged). */
-static void run_cases(const gemm_case_t *cases, size_t count)
+/* Each case's sm_90 plans whose names contain `only` (NULL: all): every one for the "every
+ * knob" cases, the first two for the others. TMA reads K-major rows in place when K is a
+ * multiple of 8 (16 bytes), M- and N-major ones when M or N is; the kernel copies the
+ * others first (staged). */
+static void run_cases(const gemm_case_t *cases, size_t count, const char *only)
 {
     for (size_t i = 0; i < count; i++) {
         dnnjit_graph_t g = build_case(&cases[i]);
-        run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2, NULL);
+        run_sm90_plans(g, cases[i].label, cases[i].every_knob ? 0 : 2, only);
         dnnjit_graph_destroy(g);
     }
 }
@@ -112,7 +113,7 @@ static void every_knob_bf16(void **state)
     (void)state;
     static const gemm_case_t c = {"every knob 256^3 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 256, 256, 256, ROW, ROW,
                                   TU_BIAS_RELU, true};
-    run_cases(&c, 1);
+    run_cases(&c, 1, NULL);
 }
 
 static void every_knob_half_col(void **state)
@@ -120,7 +121,7 @@ static void every_knob_half_col(void **state)
     (void)state;
     static const gemm_case_t c = {"every knob 264x200x136 half A col B col", DNNJIT_DATA_TYPE_HALF, 1, 1, 264, 200,
                                   136, COL, COL, TU_PLAIN, true};
-    run_cases(&c, 1);
+    run_cases(&c, 1, NULL);
 }
 
 /* Clusters: the second's second tile lies past M, and with 256-wide tiles B's second
@@ -130,7 +131,7 @@ static void every_knob_clusters(void **state)
     (void)state;
     static const gemm_case_t c = {"every knob 300x72x200 bf16 B col", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 72, 200,
                                   ROW, COL, TU_ROW_BIAS_RESIDUAL, true};
-    run_cases(&c, 1);
+    run_cases(&c, 1, NULL);
 }
 
 static void cases_against_reference(void **state)
@@ -149,7 +150,7 @@ static void cases_against_reference(void **state)
         {"batch 4 256x512x320 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 4, 4, 256, 512, 320, ROW, ROW, TU_PLAIN, false},
         {"512x512x512 bf16 scale cast", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 512, 512, 512, ROW, ROW, TU_SCALE_CAST, false},
     };
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], NULL);
 }
 
 /* Staged operands: strides TMA cannot take, which the kernel copies into its scratch first
@@ -159,7 +160,7 @@ static void every_knob_staged(void **state)
     (void)state;
     static const gemm_case_t c = {"every knob 264x200x136 bf16 staged", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 264, 200,
                                   136, ROW_UNALIGNED, ROW_UNALIGNED, TU_BIAS_RELU, true};
-    run_cases(&c, 1);
+    run_cases(&c, 1, NULL);
 }
 
 static void staged_against_reference(void **state)
@@ -174,7 +175,7 @@ static void staged_against_reference(void **state)
         {"batch 2 7x1000x8195 bf16 staged A only", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 7, 1000, 8195, ROW_UNALIGNED,
          ROW, TU_PLAIN, false},
     };
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], NULL);
 }
 
 /* Every staged-epilogue plan on rows of 16-bit outputs of which every other starts 2 bytes
@@ -185,14 +186,10 @@ static void staged_epilogue_odd_rows(void **state)
 {
     (void)state;
     static const gemm_case_t cases[] = {
-        {"batch 3 5x77x130 half odd rows", DNNJIT_DATA_TYPE_HALF, 3, 3, 5, 77, 130, ROW, ROW, TU_BIAS_RELU, false},
-        {"300x1025x64 bf16 odd rows", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 1025, 64, ROW, COL, TU_PLAIN, false},
+        {"batch 3 5x77x130 half odd rows", DNNJIT_DATA_TYPE_HALF, 3, 3, 5, 77, 130, ROW, ROW, TU_BIAS_RELU, true},
+        {"300x1025x64 bf16 odd rows", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 300, 1025, 64, ROW, COL, TU_PLAIN, true},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        dnnjit_graph_t g = build_case(&cases[i]);
-        run_sm90_plans(g, cases[i].label, 0, "_staged");
-        dnnjit_graph_destroy(g);
-    }
+    run_cases(cases, sizeof cases / sizeof cases[0], "_staged");
 }
 
 /* Split-K, every split plan: odd M and N past the tiles' edges with a broadcast batch and
@@ -209,11 +206,7 @@ static void split_against_reference(void **state)
         {"split 100x200x4099 half staged A", DNNJIT_DATA_TYPE_HALF, 1, 1, 100, 200, 4099, ROW_UNALIGNED, ROW,
          TU_ROW_BIAS_RESIDUAL, true},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        dnnjit_graph_t g = build_case(&cases[i]);
-        run_sm90_plans(g, cases[i].label, 0, "_splitk");
-        dnnjit_graph_destroy(g);
-    }
+    run_cases(cases, sizeof cases / sizeof cases[0], "_splitk");
 }
 
 /* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major; one A
