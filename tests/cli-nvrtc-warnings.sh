@@ -28,6 +28,8 @@ check() {
     if [ "$rc" -ne 0 ] || [ "$plans" -eq 0 ] || [ "$built" -ne "$plans" ] || grep -q "warning" "$work/log"; then
         echo "FAIL: $graph for $arch: exit $rc, $built of $plans plans compiled; NVRTC said:"
         grep -B 1 -A 3 "warning" "$work/log" | head -n 40
+        # A failing exit with every plan compiled and no warning is a sanitizer's report.
+        grep -A 20 -E "Sanitizer|runtime error" "$work/log" | head -n 40
         grep -v ": compiled (" "$work/out" | head -n 10
         failures=$((failures + 1))
     else
