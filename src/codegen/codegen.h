@@ -24,6 +24,10 @@ void dnnjit__emit_coords(dnnjit__strbuf_t *sb, const char *index, int ndim, cons
  * their v<id> variables. */
 void dnnjit__emit_pointwise(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit__node_t *n, const char *indent);
 
+/* The reduction modes' template (src/kernels/reduce_modes.cuh), then DJ_MODE, the mode of a
+ * REDUCTION node: what the rows and fallback engines' reduction kernels are specialised by. */
+void dnnjit__emit_reduce_mode(dnnjit__strbuf_t *sb, dnnjit_reduction_mode_t mode);
+
 /* Emits the value of a pass-by-value tensor: its fixed value as a literal, or the kernel
  * argument slot args.scalar[slot]. */
 void dnnjit__emit_scalar(dnnjit__strbuf_t *sb, const dnnjit__tensor_t *t, int slot);

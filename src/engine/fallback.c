@@ -353,8 +353,8 @@ static work_t gen_reduction(dnnjit__strbuf_t *sb, dnnjit_graph_t g, const dnnjit
                 perm[count++] = a;
     int64_t rows = numel_of(g, n->out[0]);
     emit_rows(sb, rows, dnnjit__numel(x->ndim, x->dim) / rows);
-    dnnjit__sb_printf(sb, "constexpr DjReduce DJ_MODE = DJ_REDUCE_%s;\n\n",
-                      dnnjit_reduction_mode_name(n->attr.reduction.mode));
+    dnnjit__emit_reduce_mode(sb, n->attr.reduction.mode);
+    dnnjit__sb_append(sb, "\n");
     emit_ports(sb, g, n, k, ports, &(space_t){x->ndim, x->dim, perm}, dbl);
     return (work_t){rows, 0};
 }

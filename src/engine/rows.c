@@ -19,6 +19,7 @@
  * 512), and mode B's cost takes that distance as lost bandwidth. */
 #include "engine/rows.h"
 
+#include "codegen/codegen.h"
 #include "codegen/templates.h"
 
 #include <limits.h>
@@ -461,7 +462,7 @@ static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t
     const dnnjit__node_t *n = pb->op;
     switch (n->op) {
     case DNNJIT_OP_REDUCTION:
-        dnnjit__sb_printf(sb, "#define DJ_MODE DJ_ROW_%s\n", dnnjit_reduction_mode_name(n->attr.reduction.mode));
+        dnnjit__emit_reduce_mode(sb, n->attr.reduction.mode);
         break;
     case DNNJIT_OP_SOFTMAX:
         dnnjit__sb_printf(sb, "[[maybe_unused]] constexpr int DJ_STATS = %d;\n", (int)n->attr.softmax.stats);

@@ -144,6 +144,22 @@ template <> __device__ __forceinline__ dj_e5m2 dj_from_float<dj_e5m2>(float v)
     return dj_e5m2{(unsigned char)dj_float_to_small(v, 5, 2, true)};
 }
 
+// ---- math in float or double (the fallback kernels sum in double for DOUBLE compute) ----
+
+__device__ __forceinline__ float dj_exp(float x) { return expf(x); }
+__device__ __forceinline__ double dj_exp(double x) { return exp(x); }
+__device__ __forceinline__ float dj_log(float x) { return logf(x); }
+__device__ __forceinline__ double dj_log(double x) { return log(x); }
+__device__ __forceinline__ float dj_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double dj_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float dj_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ double dj_abs(double x) { return fabs(x); }
+// fmin / fmax: a NaN next to a number gives the number, as in the reference.
+__device__ __forceinline__ float dj_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double dj_min(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ float dj_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double dj_max(double a, double b) { return fmax(a, b); }
+
 // ---- pointwise modes (float math) -------------------------------------------------
 
 __device__ __forceinline__ float dj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }

@@ -34,33 +34,7 @@ template <typename T> __device__ __forceinline__ T dj_from_acc(dj_acc v)
         return dj_from_float<T>((float)v);
 }
 
-__device__ __forceinline__ float dj_exp(float x) { return expf(x); }
-__device__ __forceinline__ double dj_exp(double x) { return exp(x); }
-__device__ __forceinline__ float dj_log(float x) { return logf(x); }
-__device__ __forceinline__ double dj_log(double x) { return log(x); }
-__device__ __forceinline__ float dj_sqrt(float x) { return sqrtf(x); }
-__device__ __forceinline__ double dj_sqrt(double x) { return sqrt(x); }
-__device__ __forceinline__ float dj_abs(float x) { return fabsf(x); }
-__device__ __forceinline__ double dj_abs(double x) { return fabs(x); }
-// fmin / fmax: a NaN next to a number gives the number, as in the reference.
-__device__ __forceinline__ float dj_min(float a, float b) { return fminf(a, b); }
-__device__ __forceinline__ double dj_min(double a, double b) { return fmin(a, b); }
-__device__ __forceinline__ float dj_max(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double dj_max(double a, double b) { return fmax(a, b); }
-
 __device__ __forceinline__ dj_acc dj_neg_inf() { return (dj_acc)__int_as_float(0xff800000); }
-
-// Reduction modes, named as in dnnjit.h (the generator writes DJ_MODE by name).
-enum DjReduce {
-    DJ_REDUCE_ADD,
-    DJ_REDUCE_MUL,
-    DJ_REDUCE_MIN,
-    DJ_REDUCE_MAX,
-    DJ_REDUCE_AMAX,
-    DJ_REDUCE_AVG,
-    DJ_REDUCE_NORM1,
-    DJ_REDUCE_NORM2
-};
 
 // The first index of this thread and the step between its indices when `blocks` blocks of
 // DJ_BLOCK threads, starting at block `first_block`, share the work.

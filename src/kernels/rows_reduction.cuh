@@ -1,69 +1,25 @@
 // Rows engine, reduction over the row (the innermost axes of X): each row gives one element
 // of Y. Long rows may be split into segments (DJ_SPLIT) reduced by different threads and
-// combined through the scratch. The modes are named as in dnnjit.h; MIN, MAX and AMAX ignore a NaN next to a number
-// (fminf / fmaxf, as the reference's fmin / fmax), which is why NaN is their identity.
-
-enum DjRowReduce { DJ_ROW_ADD, DJ_ROW_MUL, DJ_ROW_MIN, DJ_ROW_MAX, DJ_ROW_AMAX, DJ_ROW_AVG, DJ_ROW_NORM1, DJ_ROW_NORM2 };
-
-__device__ __forceinline__ float dj_reduce_term(float x)
-{
-    if constexpr (DJ_MODE == DJ_ROW_AMAX || DJ_MODE == DJ_ROW_NORM1)
-        return fabsf(x);
-    else if constexpr (DJ_MODE == DJ_ROW_NORM2)
-        return x * x;
-    else
-        return x;
-}
-
-__device__ __forceinline__ float dj_reduce_combine(float acc, float t)
-{
-    if constexpr (DJ_MODE == DJ_ROW_MUL)
-        return acc * t;
-    else if constexpr (DJ_MODE == DJ_ROW_MIN)
-        return fminf(acc, t);
-    else if constexpr (DJ_MODE == DJ_ROW_MAX || DJ_MODE == DJ_ROW_AMAX)
-        return fmaxf(acc, t);
-    else
-        return acc + t;
-}
-
-__device__ __forceinline__ float dj_reduce_identity()
-{
-    if constexpr (DJ_MODE == DJ_ROW_MUL)
-        return 1.0f;
-    else if constexpr (DJ_MODE == DJ_ROW_MIN || DJ_MODE == DJ_ROW_MAX || DJ_MODE == DJ_ROW_AMAX)
-        return __int_as_float(0x7fc00000);
-    else
-        return 0.0f;
-}
-
-__device__ __forceinline__ float dj_reduce_finish(float acc)
-{
-    if constexpr (DJ_MODE == DJ_ROW_AVG)
-        return acc / (float)DJ_COLS;
-    else if constexpr (DJ_MODE == DJ_ROW_NORM2)
-        return sqrtf(acc);
-    else
-        return acc;
-}
+// combined through the scratch. What each mode does is in reduce_modes.cuh, which the
+// fallback engine shares; the rows engine sums in float.
 
 template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args)
 {
     using R = DjRow<V>;
     DjCache<float, V> cache; // one pass: nothing is kept
     const auto x_in = [&](dj_i64 row, int col, float (&v)[V], bool first) { dj_in_X<V>(row, col, v, args, first); };
-    float acc = dj_reduce_identity();
+    float acc = dj_reduce_identity<DJ_MODE, float>();
 #pragma unroll(R::UNROLL)
     for (int k = 0; k < R::CHUNKS; k++) {
         float x[V];
-        dj_chunk(rw, cache, k, true, dj_reduce_identity(), x_in, x);
+        dj_chunk(rw, cache, k, true, dj_reduce_identity<DJ_MODE, float>(), x_in, x);
         if (rw.has(k)) {
 #pragma unroll
             for (int e = 0; e < V; e++)
-                acc = dj_reduce_combine(acc, dj_reduce_term(x[e]));
+                acc = dj_reduce_combine<DJ_MODE>(acc, dj_reduce_term<DJ_MODE>(x[e]));
         }
     }
-    acc = dj_row_reduce(acc, rw.sub, rw.lane, [](float a, float b) { return dj_reduce_combine(a, b); });
+    acc = dj_row_reduce(acc, rw.sub, rw.lane, [](float a, float b) { return dj_reduce_combine<DJ_MODE>(a, b); });
     if (!rw.valid || rw.lane != 0)
         return;
     if constexpr (DJ_SPLIT > 1) {
@@ -81,7 +37,7 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
         const volatile float *const all = parts;
         acc = all[0];
         for (int s = 1; s < DJ_SPLIT; s++)
-            acc = dj_reduce_combine(acc, all[s]);
+            acc = dj_reduce_combine<DJ_MODE>(acc, all[s]);
     }
-    dj_rout_Y(rw.row, dj_reduce_finish(acc), args);
+    dj_rout_Y(rw.row, dj_reduce_finish<DJ_MODE>(acc, DJ_COLS), args);
 }
