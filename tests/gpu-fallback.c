@@ -11,12 +11,6 @@ static void check(dnnjit_graph_t g, dnnjit_data_type_t io, const char *label)
     dnnjit_graph_destroy(g);
 }
 
-static dnnjit_tensor_t output(dnnjit_graph_t g, dnnjit_tensor_t t)
-{
-    TU_OK(dnnjit_tensor_set_output(g, t, true));
-    return t;
-}
-
 static void matmul_family(void **state)
 {
     (void)state;
@@ -46,7 +40,7 @@ static void matmul_family(void **state)
             TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_RELU_FWD}, c, 0, 0, &y));
             c = y;
         }
-        output(g, c);
+        tu_output(g, c);
         check(g, cases[i].io, cases[i].label);
     }
 }
@@ -61,7 +55,7 @@ static void reduction_family(void **state)
             dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_FLOAT);
             dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(7, 77, 33), NULL, 0), y;
             TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = axes[k]}, &y));
-            output(g, y);
+            tu_output(g, y);
             check(g, DNNJIT_DATA_TYPE_FLOAT, dnnjit_reduction_mode_name(mode));
         }
     }
@@ -75,18 +69,18 @@ static void softmax_family(void **state)
         dnnjit_graph_t g = tu_gpu_graph(io);
         dnnjit_tensor_t p = tu_tensor(g, "p", 2, TU_DIMS(77, stats == 2 ? 4097 : 1000), NULL, 0), s, s0 = 0, s1 = 0;
         TU_OK(dnnjit_graph_softmax(g, p, &(dnnjit_softmax_attr_t){.stats = stats}, &s, &s0, &s1));
-        output(g, s);
+        tu_output(g, s);
         if (s0)
-            output(g, s0);
+            tu_output(g, s0);
         if (s1)
-            output(g, s1);
+            tu_output(g, s1);
         check(g, io, "softmax");
     }
     dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t y = tu_tensor(g, "y", 2, TU_DIMS(33, 1000), NULL, 0);
     dnnjit_tensor_t dy = tu_tensor(g, "dy", 2, TU_DIMS(33, 1000), NULL, 0), dx;
     TU_OK(dnnjit_graph_softmax_backward(g, y, dy, NULL, &dx));
-    output(g, dx);
+    tu_output(g, dx);
     check(g, DNNJIT_DATA_TYPE_FLOAT, "softmax backward");
 }
 
@@ -112,11 +106,11 @@ static void norm_family(void **state)
                 TU_OK(dnnjit_graph_rmsnorm(g, x, scale, bias, &attr, &y, &v));
             else
                 TU_OK(dnnjit_graph_layernorm(g, x, scale, bias, &attr, &y, &m, &v));
-            output(g, y);
+            tu_output(g, y);
             if (m)
-                output(g, m);
+                tu_output(g, m);
             if (v)
-                output(g, v);
+                tu_output(g, v);
             check(g, io, rms ? "rmsnorm" : "layernorm");
         }
     for (int rms = 0; rms < 2; rms++) {
@@ -132,9 +126,9 @@ static void norm_family(void **state)
             dnnjit_tensor_t mean = tu_tensor(g, "mean", 2, TU_DIMS(77, 1), NULL, 0);
             TU_OK(dnnjit_graph_layernorm_backward(g, dy, x, scale, mean, rstd, NULL, &dx, &ds, &db));
         }
-        output(g, dx);
-        output(g, ds);
-        output(g, db);
+        tu_output(g, dx);
+        tu_output(g, ds);
+        tu_output(g, db);
         check(g, DNNJIT_DATA_TYPE_FLOAT, rms ? "rmsnorm backward" : "layernorm backward");
     }
 }
@@ -161,8 +155,8 @@ static void sdpa_family(void **state)
         TU_OK(dnnjit_graph_sdpa(g, q, k, v,
                                 &(dnnjit_sdpa_attr_t){.use_causal_mask = cases[i].causal, .generate_stats = true}, &o,
                                 &stats));
-        output(g, o);
-        output(g, stats);
+        tu_output(g, o);
+        tu_output(g, stats);
         check(g, cases[i].io, cases[i].label);
     }
 }

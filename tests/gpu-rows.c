@@ -73,20 +73,6 @@ static void check(dnnjit_graph_t g, double lo, double hi, double tol, bool sweep
     dnnjit_graph_destroy(g);
 }
 
-static dnnjit_tensor_t output(dnnjit_graph_t g, dnnjit_tensor_t t)
-{
-    if (t)
-        TU_OK(dnnjit_tensor_set_output(g, t, true));
-    return t;
-}
-
-static dnnjit_tensor_t pw(dnnjit_graph_t g, dnnjit_pointwise_mode_t mode, dnnjit_tensor_t a, dnnjit_tensor_t b)
-{
-    dnnjit_tensor_t out;
-    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = mode}, a, b, DNNJIT_TENSOR_NONE, &out));
-    return out;
-}
-
 static dnnjit_tensor_t stats_tensor(dnnjit_graph_t g, const char *name, int64_t rows)
 {
     return tu_tensor(g, name, 2, TU_DIMS(rows, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
@@ -103,9 +89,9 @@ static void softmax_forward(dnnjit_data_type_t io, int64_t rows, int64_t cols, i
     dnnjit_tensor_t p = tu_tensor(g, "p", 2, TU_DIMS(rows, cols), NULL, 0), s, s0 = 0, s1 = 0;
     TU_OK(dnnjit_graph_softmax(g, p, &(dnnjit_softmax_attr_t){.stats = stats}, &s, stats ? &s0 : NULL,
                                stats == 2 ? &s1 : NULL));
-    output(g, s);
-    output(g, s0);
-    output(g, s1);
+    tu_output(g, s);
+    tu_output(g, s0);
+    tu_output(g, s1);
     char label[96];
     snprintf(label, sizeof label, "softmax stats %d %s %lldx%lld", stats, dnnjit_data_type_name(io), (long long)rows,
              (long long)cols);
@@ -118,7 +104,7 @@ static void softmax_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, 
     dnnjit_tensor_t y = tu_tensor(g, "y", 2, TU_DIMS(rows, cols), NULL, 0);
     dnnjit_tensor_t dy = tu_tensor(g, "dy", 2, TU_DIMS(rows, cols), NULL, 0), dx;
     TU_OK(dnnjit_graph_softmax_backward(g, y, dy, NULL, &dx));
-    output(g, dx);
+    tu_output(g, dx);
     char label[96];
     snprintf(label, sizeof label, "softmax backward %s %lldx%lld", dnnjit_data_type_name(io), (long long)rows,
              (long long)cols);
@@ -142,9 +128,9 @@ static void norm_forward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool
         TU_OK(dnnjit_graph_rmsnorm(g, x, scale, bias, &attr, &y, training ? &inv : NULL));
     else
         TU_OK(dnnjit_graph_layernorm(g, x, scale, bias, &attr, &y, training ? &mean : NULL, training ? &inv : NULL));
-    output(g, y);
-    output(g, mean);
-    output(g, inv);
+    tu_output(g, y);
+    tu_output(g, mean);
+    tu_output(g, inv);
     char label[96];
     snprintf(label, sizeof label, "%s %s %s %lldx%lld around %g", rms ? "rmsnorm" : "layernorm",
              training ? "training" : "inference", dnnjit_data_type_name(io), (long long)rows, (long long)cols, center);
@@ -164,9 +150,9 @@ static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, boo
         dnnjit_tensor_t mean = stats_tensor(g, "mean", rows);
         TU_OK(dnnjit_graph_layernorm_backward(g, dy, x, scale, mean, inv, NULL, &dx, &ds, dbias ? &db : NULL));
     }
-    output(g, dx);
-    output(g, ds);
-    output(g, db);
+    tu_output(g, dx);
+    tu_output(g, ds);
+    tu_output(g, db);
     char label[96];
     snprintf(label, sizeof label, "%s backward%s %s %lldx%lld", rms ? "rmsnorm" : "layernorm", dbias ? " +dbias" : "",
              dnnjit_data_type_name(io), (long long)rows, (long long)cols);
@@ -181,7 +167,7 @@ static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, dnnjit_
     dnnjit_graph_t g = tu_gpu_graph(io);
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0), y;
     TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = 2}, &y));
-    output(g, y);
+    tu_output(g, y);
     char label[96];
     snprintf(label, sizeof label, "reduction %s %s %lldx%lld", dnnjit_reduction_mode_name(mode),
              dnnjit_data_type_name(io), (long long)rows, (long long)cols);
@@ -286,11 +272,11 @@ static void add_rmsnorm(void **state)
             dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(ROWS, widths[w]), NULL, 0);
             dnnjit_tensor_t r = tu_tensor(g, "r", 2, TU_DIMS(ROWS, widths[w]), NULL, 0);
             dnnjit_tensor_t weight = tu_tensor(g, "w", 2, TU_DIMS(1, widths[w]), NULL, 0), y, inv;
-            dnnjit_tensor_t h = output(g, pw(g, DNNJIT_POINTWISE_ADD, x, r));
+            dnnjit_tensor_t h = tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, x, r));
             TU_OK(dnnjit_graph_rmsnorm(g, h, weight, 0, &(dnnjit_norm_attr_t){.phase = DNNJIT_NORM_PHASE_TRAINING}, &y,
                                        &inv));
-            output(g, y);
-            output(g, inv);
+            tu_output(g, y);
+            tu_output(g, inv);
             char label[96];
             snprintf(label, sizeof label, "add+rmsnorm %s %dx%lld", dnnjit_data_type_name(io_types[t]), ROWS,
                      (long long)widths[w]);
@@ -320,12 +306,12 @@ static void fused_softmax(void **state)
                                                                   .data_type = DNNJIT_DATA_TYPE_FLOAT,
                                                                   .is_pass_by_value = true},
                                       &s_scale));
-            dnnjit_tensor_t p = pw(g, DNNJIT_POINTWISE_SUB, pw(g, DNNJIT_POINTWISE_ADD, pw(g, DNNJIT_POINTWISE_MUL, x, half), bias), m);
+            dnnjit_tensor_t p = tu_pointwise(g, DNNJIT_POINTWISE_SUB, tu_pointwise(g, DNNJIT_POINTWISE_ADD, tu_pointwise(g, DNNJIT_POINTWISE_MUL, x, half), bias), m);
             TU_OK(dnnjit_graph_softmax(g, p, &(dnnjit_softmax_attr_t){.stats = DNNJIT_SOFTMAX_STATS_MAX_SUM_EXP}, &s,
                                        &s0, &s1));
-            output(g, s0);
-            output(g, s1);
-            output(g, pw(g, DNNJIT_POINTWISE_MUL, pw(g, DNNJIT_POINTWISE_MUL, s, x), s_scale));
+            tu_output(g, s0);
+            tu_output(g, s1);
+            tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, tu_pointwise(g, DNNJIT_POINTWISE_MUL, s, x), s_scale));
             char label[96];
             snprintf(label, sizeof label, "fused softmax %s 3x11x%lld", dnnjit_data_type_name(io_types[t]),
                      (long long)cols);
@@ -346,9 +332,9 @@ static void fused_others(void **state)
         dnnjit_graph_t g = tu_gpu_graph(io);
         dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(3, 7, cols), NULL, 0);
         dnnjit_tensor_t c = tu_tensor(g, "c", 3, TU_DIMS(3, 7, 1), NULL, 0), y;
-        TU_OK(dnnjit_graph_reduction(g, pw(g, DNNJIT_POINTWISE_EXP, x, 0),
+        TU_OK(dnnjit_graph_reduction(g, tu_pointwise(g, DNNJIT_POINTWISE_EXP, x, 0),
                                      &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_ADD, .axes = 4}, &y));
-        output(g, pw(g, DNNJIT_POINTWISE_ADD, pw(g, DNNJIT_POINTWISE_LOG, y, 0), c));
+        tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, tu_pointwise(g, DNNJIT_POINTWISE_LOG, y, 0), c));
         snprintf(label, sizeof label, "logsumexp %s 3x7x%lld", dnnjit_data_type_name(io), (long long)cols);
         check(g, -1.0, 1.0, tu_tolerance(io), w == SWEEP_WIDTH, label);
 
@@ -357,11 +343,11 @@ static void fused_others(void **state)
         dnnjit_tensor_t gate = tu_tensor(g, "gate", 2, TU_DIMS(ROWS, cols), NULL, 0);
         dnnjit_tensor_t scale = tu_tensor(g, "scale", 2, TU_DIMS(1, cols), NULL, 0);
         dnnjit_tensor_t bias = tu_tensor(g, "bias", 2, TU_DIMS(1, cols), NULL, 0), mean, inv;
-        TU_OK(dnnjit_graph_layernorm(g, pw(g, DNNJIT_POINTWISE_MUL, x, gate), scale, bias,
+        TU_OK(dnnjit_graph_layernorm(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, x, gate), scale, bias,
                                      &(dnnjit_norm_attr_t){.phase = DNNJIT_NORM_PHASE_TRAINING}, &y, &mean, &inv));
-        output(g, mean);
-        output(g, inv);
-        output(g, pw(g, DNNJIT_POINTWISE_ADD, pw(g, DNNJIT_POINTWISE_RELU_FWD, y, 0), x));
+        tu_output(g, mean);
+        tu_output(g, inv);
+        tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, tu_pointwise(g, DNNJIT_POINTWISE_RELU_FWD, y, 0), x));
         snprintf(label, sizeof label, "gated layernorm relu %s %dx%lld", dnnjit_data_type_name(io), ROWS,
                  (long long)cols);
         check(g, -1.0, 1.0, tu_tolerance(io), w == SWEEP_WIDTH, label);
@@ -373,11 +359,11 @@ static void fused_others(void **state)
         scale = tu_tensor(g, "scale", 2, TU_DIMS(1, cols), NULL, 0);
         inv = stats_tensor(g, "inv", ROWS);
         dnnjit_tensor_t dx, ds, db;
-        TU_OK(dnnjit_graph_rmsnorm_backward(g, pw(g, DNNJIT_POINTWISE_MUL, dy, mask), x, scale, inv, NULL, &dx, &ds,
+        TU_OK(dnnjit_graph_rmsnorm_backward(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, dy, mask), x, scale, inv, NULL, &dx, &ds,
                                             &db));
-        output(g, pw(g, DNNJIT_POINTWISE_ADD, dx, x));
-        output(g, ds);
-        output(g, db);
+        tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, dx, x));
+        tu_output(g, ds);
+        tu_output(g, db);
         snprintf(label, sizeof label, "masked rmsnorm backward %s %dx%lld", dnnjit_data_type_name(io), ROWS,
                  (long long)cols);
         check(g, 0.1, 1.0, tu_tolerance(io), w == SWEEP_WIDTH, label); /* positive: see norm_backward */
@@ -393,7 +379,7 @@ static void strided_layouts(void **state)
     dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(ROWS, 1000), TU_DIMS(1003, 1), 0), s;
     TU_OK(dnnjit_graph_softmax(g, x, NULL, &s, NULL, NULL));
-    output(g, s);
+    tu_output(g, s);
     TU_OK(dnnjit_tensor_set_stride(g, s, 2, TU_DIMS(1001, 1)));
     check(g, -2.0, 2.0, 1e-2, true, "softmax half rows at odd strides");
 
@@ -406,18 +392,18 @@ static void strided_layouts(void **state)
                                  &(dnnjit_norm_attr_t){.phase = DNNJIT_NORM_PHASE_TRAINING, .norm_axes = 2,
                                                        .epsilon = eps},
                                  &y, &mean, &inv));
-    output(g, y);
-    output(g, mean);
-    output(g, inv);
+    tu_output(g, y);
+    tu_output(g, mean);
+    tu_output(g, inv);
     check(g, 0.001, 1.0, 1e-5, true, "layernorm over 2 swapped axes, eps buffer");
 
     g = tu_gpu_graph(DNNJIT_DATA_TYPE_BFLOAT16);
     x = tu_tensor(g, "x", 3, TU_DIMS(5, 9, 640), TU_DIMS(640, 3200, 1), 0);
     dnnjit_tensor_t shared = tu_tensor(g, "shared", 3, TU_DIMS(1, 9, 640), NULL, 0), dy, dx;
-    TU_OK(dnnjit_graph_softmax(g, pw(g, DNNJIT_POINTWISE_ADD, x, shared), NULL, &y, NULL, NULL));
+    TU_OK(dnnjit_graph_softmax(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, x, shared), NULL, &y, NULL, NULL));
     dy = tu_tensor(g, "dy", 3, TU_DIMS(5, 9, 640), NULL, 0);
     TU_OK(dnnjit_graph_softmax_backward(g, y, dy, NULL, &dx));
-    output(g, dx);
+    tu_output(g, dx);
     check(g, -1.0, 1.0, 1e-2, true, "softmax then its backward, permuted batch");
 }
 

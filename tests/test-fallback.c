@@ -29,12 +29,6 @@ static dnnjit_tensor_t scalar(dnnjit_graph_t g, const char *name, bool has_value
     return t;
 }
 
-static void output(dnnjit_graph_t g, dnnjit_tensor_t t)
-{
-    if (t)
-        TU_OK(dnnjit_tensor_set_output(g, t, true));
-}
-
 static int group_tensor_count(dnnjit_graph_t g, const dnnjit__group_t *grp, bool pass_by_value)
 {
     int n = 0;
@@ -106,8 +100,8 @@ static dnnjit_graph_t gemm_graph(dnnjit_data_type_t io, dnnjit_data_type_t compu
     TU_OK(dnnjit_graph_bias(g, "bias_add", c, bias, &sum));
     TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "relu", .mode = DNNJIT_POINTWISE_RELU_FWD},
                                  sum, 0, 0, &d));
-    output(g, c);
-    output(g, d);
+    tu_output(g, c);
+    tu_output(g, d);
     return g;
 }
 
@@ -135,7 +129,7 @@ static void gemm_with_prologues(void **state)
         TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_MUL}, w, scale, 0, &b));
         TU_OK(dnnjit_tensor_set_data_type(g, a, io_types[i]));
         TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
-        output(g, c);
+        tu_output(g, c);
         assert_int_equal(check_graph(g, "return dj_to_acc(dj_from_float<"), 1);
     }
 }
@@ -148,7 +142,7 @@ static void plain_gemm(void **state)
         dnnjit_tensor_t a = tu_tensor(g, "A", 2, TU_DIMS(5, 7), NULL, 0);
         dnnjit_tensor_t b = tu_tensor(g, "B", 2, TU_DIMS(7, 3), NULL, 0), c;
         TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
-        output(g, c);
+        tu_output(g, c);
         assert_int_equal(check_graph(g, "DJ_K = 7LL"), 1);
     }
 }
@@ -170,7 +164,7 @@ static void pointwise_dag(void **state)
         TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_ADD}, sel, y, 0, &sum));
         TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_GELU_FWD}, sum, 0, 0,
                                      &out));
-        output(g, out);
+        tu_output(g, out);
         assert_int_equal(check_graph(g, "args.scalar[0]"), 2);
     }
 }
@@ -182,7 +176,7 @@ static void reduction_every_mode(void **state)
         dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
         dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(4, 5, 6), NULL, 0), y;
         TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = 0x5}, &y));
-        output(g, y);
+        tu_output(g, y);
         char expect[64];
         snprintf(expect, sizeof expect, "DJ_REDUCE_%s;", dnnjit_reduction_mode_name(mode));
         assert_int_equal(check_graph(g, expect), 1);
@@ -191,7 +185,7 @@ static void reduction_every_mode(void **state)
         dnnjit_graph_t g = tu_graph(io_types[i]);
         dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(32, 64), TU_DIMS(1, 32), 0), y;
         TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_AVG, .axes = 0x2}, &y));
-        output(g, y);
+        tu_output(g, y);
         assert_int_equal(check_graph(g, "DJ_COLS = 64LL"), 1);
     }
 }
@@ -205,9 +199,9 @@ static void softmax_every_stats(void **state)
             dnnjit_tensor_t p = tu_tensor(g, "p", 3, TU_DIMS(2, 3, 40), NULL, 0), s, s0 = 0, s1 = 0;
             TU_OK(dnnjit_graph_softmax(g, p, &(dnnjit_softmax_attr_t){.stats = stats}, &s, stats ? &s0 : NULL,
                                        stats == 2 ? &s1 : NULL));
-            output(g, s);
-            output(g, s0);
-            output(g, s1);
+            tu_output(g, s);
+            tu_output(g, s0);
+            tu_output(g, s1);
             char expect[64];
             snprintf(expect, sizeof expect, "DJ_STATS = %d;", stats);
             assert_int_equal(check_graph(g, expect), 1);
@@ -222,7 +216,7 @@ static void softmax_backward(void **state)
         dnnjit_tensor_t y = tu_tensor(g, "y", 2, TU_DIMS(8, 33), NULL, 0);
         dnnjit_tensor_t dy = tu_tensor(g, "dy", 2, TU_DIMS(8, 33), TU_DIMS(1, 8), 0), dx;
         TU_OK(dnnjit_graph_softmax_backward(g, y, dy, &(dnnjit_softmax_attr_t){0}, &dx));
-        output(g, dx);
+        tu_output(g, dx);
         assert_int_equal(check_graph(g, "dj_fallback_softmax_backward"), 1);
     }
 }
@@ -248,10 +242,10 @@ static void norms_forward(void **state)
             attr.norm_axes = 1;
             dnnjit_tensor_t s1 = tu_tensor(g, "s1", 3, TU_DIMS(1, 1, 32), NULL, 0);
             TU_OK(dnnjit_graph_rmsnorm(g, x, s1, eps_kind % 2 ? 0 : s1, &attr, &y2, NULL));
-            output(g, y);
-            output(g, mean);
-            output(g, inv);
-            output(g, y2);
+            tu_output(g, y);
+            tu_output(g, mean);
+            tu_output(g, inv);
+            tu_output(g, y2);
             assert_int_equal(check_graph(g, "dj_fallback_norm"), 2);
         }
 }
@@ -272,12 +266,12 @@ static void norms_backward(void **state)
                                                   &dx, &ds, with_dbias ? &db : NULL));
             TU_OK(dnnjit_graph_rmsnorm_backward(g, dy, x, scale, inv, &(dnnjit_norm_attr_t){.name = "rmsb"}, &dx2,
                                                 &ds2, with_dbias ? &db2 : NULL));
-            output(g, dx);
-            output(g, ds);
-            output(g, db);
-            output(g, dx2);
-            output(g, ds2);
-            output(g, db2);
+            tu_output(g, dx);
+            tu_output(g, ds);
+            tu_output(g, db);
+            tu_output(g, dx2);
+            tu_output(g, ds2);
+            tu_output(g, db2);
             assert_int_equal(check_graph(g, "DJ_ROW_BLOCKS = 1u"), 2);
         }
 }
@@ -296,8 +290,8 @@ static void sdpa(void **state)
                                     &(dnnjit_sdpa_attr_t){.use_causal_mask = causal, .generate_stats = causal,
                                                           .has_attn_scale = !causal, .attn_scale = 0.5},
                                     &o, causal ? &stats : NULL));
-            output(g, o);
-            output(g, stats);
+            tu_output(g, o);
+            tu_output(g, stats);
             assert_int_equal(check_graph(g, causal ? "DJ_CAUSAL = true" : "DJ_SCALE = 0.5f"), 1);
         }
 }
@@ -313,7 +307,7 @@ static void every_group_of_a_graph(void **state)
     TU_OK(dnnjit_graph_matmul(g, x, w, &(dnnjit_matmul_attr_t){.name = "mm"}, &h));
     TU_OK(dnnjit_graph_softmax(g, h, &(dnnjit_softmax_attr_t){.name = "sm"}, &s, NULL, NULL));
     TU_OK(dnnjit_graph_reduction(g, s, &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_MAX}, &r));
-    output(g, r);
+    tu_output(g, r);
     assert_int_equal(check_graph(g, NULL), 3);
 }
 
@@ -326,7 +320,7 @@ static void refuses_fused_row_group(void **state)
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(16, 32), NULL, 0), s, t;
     TU_OK(dnnjit_graph_softmax(g, x, &(dnnjit_softmax_attr_t){.name = "sm"}, &s, NULL, NULL));
     TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_EXP}, s, 0, 0, &t));
-    output(g, t);
+    tu_output(g, t);
     TU_OK(dnnjit_graph_validate(g));
     dnnjit__partition_t p;
     TU_OK(dnnjit__partition(g, &p));
@@ -348,7 +342,7 @@ static void knobs_and_cost(void **state)
     dnnjit_tensor_t a = tu_tensor(big, "A", 2, TU_DIMS(512, 512), NULL, 0);
     dnnjit_tensor_t b = tu_tensor(big, "B", 2, TU_DIMS(512, 512), NULL, 0), c;
     TU_OK(dnnjit_graph_matmul(big, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
-    output(big, c);
+    tu_output(big, c);
     TU_OK(dnnjit_graph_validate(small));
     TU_OK(dnnjit_graph_validate(big));
     dnnjit__partition_t ps, pb;

@@ -4,29 +4,6 @@
 
 #include "fusion/fusion.h"
 
-static dnnjit_tensor_t pw(dnnjit_graph_t g, dnnjit_pointwise_mode_t mode, dnnjit_tensor_t a, dnnjit_tensor_t b)
-{
-    dnnjit_tensor_t out;
-    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = mode}, a, b, DNNJIT_TENSOR_NONE, &out));
-    return out;
-}
-
-static dnnjit__partition_t partition(dnnjit_graph_t g)
-{
-    dnnjit__partition_t p;
-    TU_OK(dnnjit_graph_validate(g));
-    TU_OK(dnnjit__partition(g, &p));
-    return p;
-}
-
-static bool has_tensor(const dnnjit_tensor_t *list, int64_t n, dnnjit_tensor_t t)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (list[i] == t)
-            return true;
-    return false;
-}
-
 static void gemm_bias_relu_is_one_group(void **state)
 {
     (void)state;
@@ -36,14 +13,14 @@ static void gemm_bias_relu_is_one_group(void **state)
     dnnjit_tensor_t bias = tu_tensor(g, "bias", 3, TU_DIMS(1, 1, 16), NULL, 0);
     dnnjit_tensor_t c;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    dnnjit_tensor_t y = pw(g, DNNJIT_POINTWISE_RELU_FWD, pw(g, DNNJIT_POINTWISE_ADD, c, bias), 0);
+    dnnjit_tensor_t y = tu_pointwise(g, DNNJIT_POINTWISE_RELU_FWD, tu_pointwise(g, DNNJIT_POINTWISE_ADD, c, bias), 0);
     TU_OK(dnnjit_tensor_set_output(g, y, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 1);
     assert_int_equal(p.groups[0].kind, DNNJIT__GROUP_GEMM);
     assert_int_equal(p.groups[0].node_count, 3);
     assert_int_equal(p.groups[0].input_count, 3);
-    assert_true(has_tensor(p.groups[0].inputs, 3, bias));
+    assert_true(tu_has_tensor(p.groups[0].inputs, 3, bias));
     assert_int_equal(p.groups[0].output_count, 1);
     assert_int_equal(p.groups[0].outputs[0], y);
     assert_int_equal(p.workspace_size, 0);
@@ -60,13 +37,13 @@ static void gemm_output_also_written(void **state)
     dnnjit_tensor_t c;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
     TU_OK(dnnjit_tensor_set_output(g, c, true));
-    dnnjit_tensor_t y = pw(g, DNNJIT_POINTWISE_TANH_FWD, c, 0);
+    dnnjit_tensor_t y = tu_pointwise(g, DNNJIT_POINTWISE_TANH_FWD, c, 0);
     TU_OK(dnnjit_tensor_set_output(g, y, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 1);
     assert_int_equal(p.groups[0].output_count, 2);
-    assert_true(has_tensor(p.groups[0].outputs, 2, c));
-    assert_true(has_tensor(p.groups[0].outputs, 2, y));
+    assert_true(tu_has_tensor(p.groups[0].outputs, 2, c));
+    assert_true(tu_has_tensor(p.groups[0].outputs, 2, y));
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
 }
@@ -78,9 +55,9 @@ static void pointwise_dag_is_one_group(void **state)
     dnnjit_tensor_t a = tu_tensor(g, "a", 1, TU_DIMS(1000), NULL, 0);
     dnnjit_tensor_t b = tu_tensor(g, "b", 1, TU_DIMS(1000), NULL, 0);
     dnnjit_tensor_t c = tu_tensor(g, "c", 1, TU_DIMS(1), NULL, 0);
-    dnnjit_tensor_t y = pw(g, DNNJIT_POINTWISE_SIGMOID_FWD, pw(g, DNNJIT_POINTWISE_ADD, a, pw(g, DNNJIT_POINTWISE_MUL, b, c)), 0);
+    dnnjit_tensor_t y = tu_pointwise(g, DNNJIT_POINTWISE_SIGMOID_FWD, tu_pointwise(g, DNNJIT_POINTWISE_ADD, a, tu_pointwise(g, DNNJIT_POINTWISE_MUL, b, c)), 0);
     TU_OK(dnnjit_tensor_set_output(g, y, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 1);
     assert_int_equal(p.groups[0].kind, DNNJIT__GROUP_POINTWISE);
     assert_int_equal(p.groups[0].node_count, 3);
@@ -100,7 +77,7 @@ static void crossing_virtual_goes_to_workspace(void **state)
     dnnjit_tensor_t y;
     TU_OK(dnnjit_graph_reduction(g, s, &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_ADD, .axes = 1}, &y));
     TU_OK(dnnjit_tensor_set_output(g, y, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 2);
     assert_int_equal(p.groups[0].kind, DNNJIT__GROUP_ROW);
     assert_int_equal(p.groups[1].kind, DNNJIT__GROUP_SINGLE);
@@ -123,9 +100,9 @@ static void epilogue_waits_for_unplaced_producer(void **state)
     dnnjit_tensor_t c, r;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
     TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_MAX, .axes = 2}, &r));
-    dnnjit_tensor_t y = pw(g, DNNJIT_POINTWISE_SUB, c, r);
+    dnnjit_tensor_t y = tu_pointwise(g, DNNJIT_POINTWISE_SUB, c, r);
     TU_OK(dnnjit_tensor_set_output(g, y, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 3);
     assert_int_equal(p.groups[0].node_count, 1);
     assert_true(p.workspace_offset[c - 1] >= 0);
@@ -141,10 +118,10 @@ static void different_shape_does_not_fuse(void **state)
     dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = tu_tensor(g, "a", 2, TU_DIMS(1, 8), NULL, 0);
     dnnjit_tensor_t b = tu_tensor(g, "b", 2, TU_DIMS(8, 1), NULL, 0);
-    dnnjit_tensor_t e = pw(g, DNNJIT_POINTWISE_EXP, a, 0);
-    dnnjit_tensor_t y = pw(g, DNNJIT_POINTWISE_ADD, e, b); /* [8, 8]: a new shape */
+    dnnjit_tensor_t e = tu_pointwise(g, DNNJIT_POINTWISE_EXP, a, 0);
+    dnnjit_tensor_t y = tu_pointwise(g, DNNJIT_POINTWISE_ADD, e, b); /* [8, 8]: a new shape */
     TU_OK(dnnjit_tensor_set_output(g, y, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 2);
     assert_true(p.workspace_offset[e - 1] >= 0);
     dnnjit__partition_free(&p);
@@ -176,11 +153,11 @@ static void gemm_prologues_on_a_and_b(void **state)
     dnnjit_tensor_t x2 = tu_tensor(g, "X2", 3, TU_DIMS(2, 5, 3), NULL, 0);
     dnnjit_tensor_t scale = tu_tensor(g, "scale", 3, TU_DIMS(1, 1, 3), NULL, 0);
     dnnjit_tensor_t bias = tu_tensor(g, "bias", 1, TU_DIMS(3), NULL, 0);
-    dnnjit_tensor_t a = pw(g, DNNJIT_POINTWISE_RELU_FWD, x, 0), b = pw(g, DNNJIT_POINTWISE_MUL, x2, scale), c;
+    dnnjit_tensor_t a = tu_pointwise(g, DNNJIT_POINTWISE_RELU_FWD, x, 0), b = tu_pointwise(g, DNNJIT_POINTWISE_MUL, x2, scale), c;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    dnnjit_tensor_t y = pw(g, DNNJIT_POINTWISE_ADD, c, bias);
+    dnnjit_tensor_t y = tu_pointwise(g, DNNJIT_POINTWISE_ADD, c, bias);
     TU_OK(dnnjit_tensor_set_output(g, y, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 1);
     const dnnjit__group_t *grp = &p.groups[0];
     assert_int_equal(grp->kind, DNNJIT__GROUP_GEMM);
@@ -190,8 +167,8 @@ static void gemm_prologues_on_a_and_b(void **state)
     assert_int_equal(dnnjit__prologue_slot(g, grp->first_node, producer(g, b)), 1);
     assert_int_equal(dnnjit__prologue_slot(g, grp->first_node, producer(g, y)), -1);
     assert_int_equal(grp->input_count, 4);
-    assert_true(has_tensor(grp->inputs, 4, x) && has_tensor(grp->inputs, 4, x2) && has_tensor(grp->inputs, 4, scale));
-    assert_false(has_tensor(grp->inputs, 4, a) || has_tensor(grp->inputs, 4, b));
+    assert_true(tu_has_tensor(grp->inputs, 4, x) && tu_has_tensor(grp->inputs, 4, x2) && tu_has_tensor(grp->inputs, 4, scale));
+    assert_false(tu_has_tensor(grp->inputs, 4, a) || tu_has_tensor(grp->inputs, 4, b));
     assert_int_equal(grp->output_count, 1);
     assert_int_equal(grp->outputs[0], y);
     assert_int_equal(p.workspace_size, 0);
@@ -208,10 +185,10 @@ static void gemm_prologue_dag(void **state)
     dnnjit_tensor_t y = tu_tensor(g, "Y", 2, TU_DIMS(1, 4), NULL, 0);
     dnnjit_tensor_t two = tu_tensor(g, "two", 1, TU_DIMS(1), NULL, 0);
     dnnjit_tensor_t b = tu_tensor(g, "B", 2, TU_DIMS(4, 3), NULL, 0);
-    dnnjit_tensor_t sum = pw(g, DNNJIT_POINTWISE_ADD, x, y), a = pw(g, DNNJIT_POINTWISE_MUL, sum, two), c;
+    dnnjit_tensor_t sum = tu_pointwise(g, DNNJIT_POINTWISE_ADD, x, y), a = tu_pointwise(g, DNNJIT_POINTWISE_MUL, sum, two), c;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
     TU_OK(dnnjit_tensor_set_output(g, c, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 1);
     assert_int_equal(p.groups[0].node_count, 3);
     assert_int_equal(dnnjit__prologue_slot(g, p.groups[0].first_node, producer(g, sum)), 0);
@@ -230,22 +207,22 @@ static void gemm_prologue_refusals(void **state)
     for (int c = 0; c < 4; c++) {
         dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
         dnnjit_tensor_t x = tu_tensor(g, "X", 2, TU_DIMS(5, 5), NULL, 0);
-        dnnjit_tensor_t t = pw(g, DNNJIT_POINTWISE_RELU_FWD, x, 0), a = t, b = 0, out;
+        dnnjit_tensor_t t = tu_pointwise(g, DNNJIT_POINTWISE_RELU_FWD, x, 0), a = t, b = 0, out;
         if (c == 0)
             TU_OK(dnnjit_tensor_set_output(g, t, true));
         if (c == 1)
-            TU_OK(dnnjit_tensor_set_output(g, pw(g, DNNJIT_POINTWISE_EXP, t, 0), true));
+            TU_OK(dnnjit_tensor_set_output(g, tu_pointwise(g, DNNJIT_POINTWISE_EXP, t, 0), true));
         if (c == 2)
             b = t;
         if (c == 3) {
-            a = pw(g, DNNJIT_POINTWISE_NEG, t, 0);
-            b = pw(g, DNNJIT_POINTWISE_EXP, t, 0);
+            a = tu_pointwise(g, DNNJIT_POINTWISE_NEG, t, 0);
+            b = tu_pointwise(g, DNNJIT_POINTWISE_EXP, t, 0);
         }
         if (!b)
             b = tu_tensor(g, "W", 2, TU_DIMS(5, 5), NULL, 0);
         TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &out));
         TU_OK(dnnjit_tensor_set_output(g, out, true));
-        dnnjit__partition_t p = partition(g);
+        dnnjit__partition_t p = tu_partition(g);
         const dnnjit__group_t *mm = NULL;
         for (int64_t gi = 0; gi < p.group_count; gi++)
             if (p.groups[gi].kind == DNNJIT__GROUP_GEMM)
@@ -275,10 +252,10 @@ static void epilogue_preferred_to_prologue(void **state)
     dnnjit_tensor_t w2 = tu_tensor(g, "W2", 2, TU_DIMS(6, 3), NULL, 0);
     dnnjit_tensor_t c1, c2;
     TU_OK(dnnjit_graph_matmul(g, x, w1, NULL, &c1));
-    dnnjit_tensor_t h = pw(g, DNNJIT_POINTWISE_RELU_FWD, c1, 0);
+    dnnjit_tensor_t h = tu_pointwise(g, DNNJIT_POINTWISE_RELU_FWD, c1, 0);
     TU_OK(dnnjit_graph_matmul(g, h, w2, NULL, &c2));
     TU_OK(dnnjit_tensor_set_output(g, c2, true));
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 2);
     assert_int_equal(p.groups[0].node_count, 2);
     assert_int_equal(p.groups[1].node_count, 1);
@@ -292,7 +269,7 @@ static void needs_validation(void **state)
     (void)state;
     dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = tu_tensor(g, "a", 1, TU_DIMS(8), NULL, 0);
-    TU_OK(dnnjit_tensor_set_output(g, pw(g, DNNJIT_POINTWISE_NEG, a, 0), true));
+    TU_OK(dnnjit_tensor_set_output(g, tu_pointwise(g, DNNJIT_POINTWISE_NEG, a, 0), true));
     dnnjit__partition_t p;
     TU_FAILS(dnnjit__partition(g, &p), DNNJIT_STATUS_BAD_STATE, "not validated");
     dnnjit_graph_destroy(g);

@@ -23,19 +23,6 @@ static const dnnjit__engine_t *const engine = &dnnjit__engine_rows;
 
 /* ---- graph helpers -------------------------------------------------------------- */
 
-static dnnjit_tensor_t pw(dnnjit_graph_t g, dnnjit_pointwise_mode_t mode, dnnjit_tensor_t a, dnnjit_tensor_t b)
-{
-    dnnjit_tensor_t out;
-    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = mode}, a, b, DNNJIT_TENSOR_NONE, &out));
-    return out;
-}
-
-static dnnjit_tensor_t output(dnnjit_graph_t g, dnnjit_tensor_t t)
-{
-    TU_OK(dnnjit_tensor_set_output(g, t, true));
-    return t;
-}
-
 static dnnjit_tensor_t scalar(dnnjit_graph_t g, const char *name, bool has_value, double value)
 {
     dnnjit_tensor_t t = 0;
@@ -45,22 +32,6 @@ static dnnjit_tensor_t scalar(dnnjit_graph_t g, const char *name, bool has_value
                                                           .value = value},
                               &t));
     return t;
-}
-
-static dnnjit__partition_t partition(dnnjit_graph_t g)
-{
-    dnnjit__partition_t p;
-    TU_OK(dnnjit_graph_validate(g));
-    TU_OK(dnnjit__partition(g, &p));
-    return p;
-}
-
-static bool has_tensor(const dnnjit_tensor_t *list, int64_t n, dnnjit_tensor_t t)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (list[i] == t)
-            return true;
-    return false;
 }
 
 /* Every tensor a group reads that some node makes is made by an earlier group or the
@@ -84,7 +55,7 @@ static void assert_runnable(dnnjit_graph_t g, const dnnjit__partition_t *p)
 /* The groups of g; asserts they cover every node once and run in order. */
 static dnnjit__partition_t groups_of(dnnjit_graph_t g)
 {
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     int64_t nodes = 0;
     for (int64_t gi = 0; gi < p.group_count; gi++)
         nodes += p.groups[gi].node_count;
@@ -103,10 +74,10 @@ static void residual_add_rmsnorm_is_one_group(void **state)
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(64, 4096), NULL, 0);
     dnnjit_tensor_t r = tu_tensor(g, "r", 2, TU_DIMS(64, 4096), NULL, 0);
     dnnjit_tensor_t w = tu_tensor(g, "w", 2, TU_DIMS(1, 4096), NULL, 0);
-    dnnjit_tensor_t h = output(g, pw(g, DNNJIT_POINTWISE_ADD, x, r)), y, inv;
+    dnnjit_tensor_t h = tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, x, r)), y, inv;
     TU_OK(dnnjit_graph_rmsnorm(g, h, w, 0, &(dnnjit_norm_attr_t){.phase = DNNJIT_NORM_PHASE_TRAINING}, &y, &inv));
-    output(g, y);
-    output(g, inv);
+    tu_output(g, y);
+    tu_output(g, inv);
     dnnjit__partition_t p = groups_of(g);
     assert_int_equal(p.group_count, 1);
     assert_int_equal(p.groups[0].kind, DNNJIT__GROUP_ROW);
@@ -114,9 +85,9 @@ static void residual_add_rmsnorm_is_one_group(void **state)
     assert_int_equal(p.groups[0].first_node, 1);
     assert_int_equal(p.groups[0].input_count, 3);
     assert_int_equal(p.groups[0].output_count, 3);
-    assert_true(has_tensor(p.groups[0].outputs, 3, h));
-    assert_true(has_tensor(p.groups[0].outputs, 3, y));
-    assert_true(has_tensor(p.groups[0].outputs, 3, inv));
+    assert_true(tu_has_tensor(p.groups[0].outputs, 3, h));
+    assert_true(tu_has_tensor(p.groups[0].outputs, 3, y));
+    assert_true(tu_has_tensor(p.groups[0].outputs, 3, inv));
     assert_int_equal(p.workspace_size, 0);
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
@@ -130,10 +101,10 @@ static void prologue_and_epilogue_join_the_row_op(void **state)
     dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_HALF);
     dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(2, 8, 1000), NULL, 0);
     dnnjit_tensor_t bias = tu_tensor(g, "bias", 1, TU_DIMS(1000), NULL, 0);
-    dnnjit_tensor_t t = pw(g, DNNJIT_POINTWISE_ADD, pw(g, DNNJIT_POINTWISE_MUL, x, scalar(g, "half", true, 0.5)), bias);
+    dnnjit_tensor_t t = tu_pointwise(g, DNNJIT_POINTWISE_ADD, tu_pointwise(g, DNNJIT_POINTWISE_MUL, x, scalar(g, "half", true, 0.5)), bias);
     dnnjit_tensor_t s;
     TU_OK(dnnjit_graph_softmax(g, t, NULL, &s, NULL, NULL));
-    dnnjit_tensor_t y = output(g, pw(g, DNNJIT_POINTWISE_MUL, s, x));
+    dnnjit_tensor_t y = tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, s, x));
     dnnjit__partition_t p = groups_of(g);
     assert_int_equal(p.group_count, 1);
     assert_int_equal(p.groups[0].kind, DNNJIT__GROUP_ROW);
@@ -156,14 +127,14 @@ static void prologue_needs_every_reader_after_the_row_op(void **state)
         dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(16, 64), NULL, 0);
         dnnjit_tensor_t r = tu_tensor(g, "r", 2, TU_DIMS(16, 64), NULL, 0);
         dnnjit_tensor_t w = tu_tensor(g, "w", 2, TU_DIMS(1, 64), NULL, 0);
-        dnnjit_tensor_t h = pw(g, DNNJIT_POINTWISE_ADD, x, r), y, z = 0;
+        dnnjit_tensor_t h = tu_pointwise(g, DNNJIT_POINTWISE_ADD, x, r), y, z = 0;
         if (!after)
-            z = output(g, pw(g, DNNJIT_POINTWISE_MUL, h, h));
+            z = tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, h, h));
         TU_OK(dnnjit_graph_rmsnorm(g, h, w, 0, NULL, &y, NULL));
         if (after)
-            z = output(g, pw(g, DNNJIT_POINTWISE_MUL, h, y));
+            z = tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, h, y));
         else
-            output(g, y);
+            tu_output(g, y);
         dnnjit__partition_t p = groups_of(g);
         if (after) {
             /* add, rmsnorm and the product that reads both: one group writing only z. */
@@ -194,7 +165,7 @@ static void statistics_do_not_feed_an_epilogue(void **state)
     dnnjit_tensor_t s, lse;
     TU_OK(dnnjit_graph_softmax(g, x, &(dnnjit_softmax_attr_t){.stats = DNNJIT_SOFTMAX_STATS_LOG_SUM_EXP}, &s, &lse,
                                NULL));
-    output(g, pw(g, DNNJIT_POINTWISE_MUL, s, lse));
+    tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, s, lse));
     dnnjit__partition_t p = groups_of(g);
     assert_int_equal(p.group_count, 2);
     assert_int_equal(p.groups[0].node_count, 1);
@@ -213,10 +184,10 @@ static void reductions(void **state)
         dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
         dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(3, 5, 77), NULL, 0);
         dnnjit_tensor_t c = tu_tensor(g, "c", 3, inner ? TU_DIMS(3, 5, 1) : TU_DIMS(1, 5, 77), NULL, 0), y;
-        TU_OK(dnnjit_graph_reduction(g, pw(g, DNNJIT_POINTWISE_EXP, x, 0),
+        TU_OK(dnnjit_graph_reduction(g, tu_pointwise(g, DNNJIT_POINTWISE_EXP, x, 0),
                                      &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_ADD, .axes = inner ? 4 : 1},
                                      &y));
-        output(g, pw(g, DNNJIT_POINTWISE_ADD, pw(g, DNNJIT_POINTWISE_LOG, y, 0), c));
+        tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, tu_pointwise(g, DNNJIT_POINTWISE_LOG, y, 0), c));
         dnnjit__partition_t p = groups_of(g);
         if (inner) {
             assert_int_equal(p.group_count, 1);
@@ -245,7 +216,7 @@ static void row_geometry(void **state)
         dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
         dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(4, 1, 6), NULL, 0), y;
         TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.axes = cases[i].axes}, &y));
-        output(g, y);
+        tu_output(g, y);
         TU_OK(dnnjit_graph_validate(g));
         dnnjit__row_geometry_t geo;
         assert_int_equal(dnnjit__row_geometry(g, &g->nodes[0], &geo), cases[i].row);
@@ -261,7 +232,7 @@ static void row_geometry(void **state)
     dnnjit_tensor_t sc = tu_tensor(g, "sc", 4, TU_DIMS(1, 1, 4, 5), NULL, 0), y, s;
     TU_OK(dnnjit_graph_layernorm(g, x, sc, sc, &(dnnjit_norm_attr_t){.norm_axes = 2}, &y, NULL, NULL));
     TU_OK(dnnjit_graph_softmax(g, y, NULL, &s, NULL, NULL));
-    output(g, s);
+    tu_output(g, s);
     TU_OK(dnnjit_graph_validate(g));
     dnnjit__row_geometry_t geo;
     assert_true(dnnjit__row_geometry(g, &g->nodes[0], &geo));
@@ -283,8 +254,8 @@ static void gemm_epilogue_stays_with_the_matmul(void **state)
     dnnjit_tensor_t b = tu_tensor(g, "B", 2, TU_DIMS(64, 48), NULL, 0);
     dnnjit_tensor_t bias = tu_tensor(g, "bias", 2, TU_DIMS(1, 48), NULL, 0), c, s;
     TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    TU_OK(dnnjit_graph_softmax(g, pw(g, DNNJIT_POINTWISE_ADD, c, bias), NULL, &s, NULL, NULL));
-    output(g, pw(g, DNNJIT_POINTWISE_EXP, s, 0));
+    TU_OK(dnnjit_graph_softmax(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, c, bias), NULL, &s, NULL, NULL));
+    tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_EXP, s, 0));
     dnnjit__partition_t p = groups_of(g);
     assert_int_equal(p.group_count, 2);
     assert_int_equal(p.groups[0].kind, DNNJIT__GROUP_GEMM);
@@ -303,9 +274,9 @@ static void backward_and_double(void **state)
     dnnjit_tensor_t y = tu_tensor(g, "y", 2, TU_DIMS(8, 100), NULL, 0);
     dnnjit_tensor_t dy = tu_tensor(g, "dy", 2, TU_DIMS(8, 100), NULL, 0);
     dnnjit_tensor_t mask = tu_tensor(g, "mask", 2, TU_DIMS(8, 100), NULL, 0), dx;
-    TU_OK(dnnjit_graph_softmax_backward(g, pw(g, DNNJIT_POINTWISE_ABS, y, 0), pw(g, DNNJIT_POINTWISE_MUL, dy, mask),
+    TU_OK(dnnjit_graph_softmax_backward(g, tu_pointwise(g, DNNJIT_POINTWISE_ABS, y, 0), tu_pointwise(g, DNNJIT_POINTWISE_MUL, dy, mask),
                                         NULL, &dx));
-    output(g, dx);
+    tu_output(g, dx);
     dnnjit__partition_t p = groups_of(g);
     assert_int_equal(p.group_count, 1);
     assert_int_equal(p.groups[0].node_count, 3);
@@ -314,9 +285,9 @@ static void backward_and_double(void **state)
 
     g = tu_graph(DNNJIT_DATA_TYPE_DOUBLE);
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(8, 100), NULL, 0), s;
-    TU_OK(dnnjit_graph_softmax(g, pw(g, DNNJIT_POINTWISE_EXP, x, 0),
+    TU_OK(dnnjit_graph_softmax(g, tu_pointwise(g, DNNJIT_POINTWISE_EXP, x, 0),
                                &(dnnjit_softmax_attr_t){.compute_data_type = DNNJIT_DATA_TYPE_DOUBLE}, &s, NULL, NULL));
-    output(g, s);
+    tu_output(g, s);
     p = groups_of(g);
     assert_int_equal(p.group_count, 2);
     assert_int_equal(p.groups[1].kind, DNNJIT__GROUP_ROW);
@@ -397,7 +368,7 @@ static dnnjit_graph_t op_graph(dnnjit_handle_t h, op_case_t op, dnnjit_data_type
     }
     for (int i = 0; i < 3; i++)
         if (out[i])
-            output(g, out[i]);
+            tu_output(g, out[i]);
     return g;
 }
 
@@ -417,7 +388,7 @@ static int knob_named(const char *name)
  * order among equals), as a name. */
 static void first_knob(dnnjit_graph_t g, char *name, size_t size)
 {
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_int_equal(p.group_count, 1);
     int best = -1;
     for (int k = 0; k < engine->knob_count; k++)
@@ -572,7 +543,7 @@ static void knob_refusals(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = op_graph(NULL, cases[i].op, cases[i].io, 8, cases[i].cols, 0);
-        dnnjit__partition_t p = partition(g);
+        dnnjit__partition_t p = tu_partition(g);
         int knob = knob_named(cases[i].knob);
         assert_true(knob >= 0);
         char why[200] = "";
@@ -589,9 +560,9 @@ static void knob_refusals(void **state)
         dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(8, 1000), transposed ? TU_DIMS(1, 8) : TU_DIMS(1001, 1), 0);
         dnnjit_tensor_t s;
         TU_OK(dnnjit_graph_softmax(g, x, NULL, &s, NULL, NULL));
-        output(g, s);
+        tu_output(g, s);
         TU_OK(dnnjit_tensor_set_stride(g, s, 2, transposed ? TU_DIMS(1, 8) : TU_DIMS(1001, 1)));
-        dnnjit__partition_t p = partition(g);
+        dnnjit__partition_t p = tu_partition(g);
         char why[200] = "";
         assert_false(engine->supports(g, &p.groups[0], knob_named("t32_r4_vec"), "sm_90a", why, sizeof why));
         assert_non_null(strstr(why, "16-byte"));
@@ -601,14 +572,14 @@ static void knob_refusals(void **state)
     }
     char why[200] = "";
     dnnjit_graph_t g = op_graph(NULL, OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 8, 64, 0);
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     assert_false(engine->supports(g, &p.groups[0], engine->knob_count, "sm_90a", why, sizeof why));
     assert_string_equal(why, "unknown knob");
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
     /* Clusters need sm_90: on sm_80 a 32768-wide backward takes a block-wide plan. */
     g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 8, 32768, 1);
-    p = partition(g);
+    p = tu_partition(g);
     assert_true(engine->supports(g, &p.groups[0], knob_named("t256_r1_vec_fused_half_c8"), "sm_90a", NULL, 0));
     assert_false(engine->supports(g, &p.groups[0], knob_named("t256_r1_vec_fused_half_c8"), "sm_80", why, sizeof why));
     assert_non_null(strstr(why, "clusters of blocks need sm_90 or later, not sm_80"));
@@ -634,7 +605,7 @@ static void cost_ranks_sensibly(void **state)
     (void)state;
     dnnjit_graph_t small = op_graph(NULL, OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 1024, 4096, 0);
     dnnjit_graph_t big = op_graph(NULL, OP_LAYERNORM, DNNJIT_DATA_TYPE_BFLOAT16, 32768, 4096, 0);
-    dnnjit__partition_t ps = partition(small), pb = partition(big);
+    dnnjit__partition_t ps = tu_partition(small), pb = tu_partition(big);
     int vec = knob_named("t256_r1_vec"), sca = knob_named("t256_r1_scalar");
     assert_true(engine->cost(big, &pb.groups[0], vec) > engine->cost(small, &ps.groups[0], vec));
     assert_true(engine->cost(big, &pb.groups[0], vec) < engine->cost(big, &pb.groups[0], sca));
@@ -735,7 +706,7 @@ static void fallback_runs_fused_row_groups(void **state)
  * and slots, and returns the kernel. */
 static dnnjit__kernel_t generate(dnnjit_graph_t g, int knob)
 {
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     const dnnjit__group_t *grp = NULL;
     for (int64_t i = 0; i < p.group_count; i++)
         if (p.groups[i].kind == DNNJIT__GROUP_ROW)
@@ -896,14 +867,14 @@ static void split_rows(void **state)
     dnnjit_graph_destroy(g);
 
     g = op_graph(NULL, OP_REDUCTION, DNNJIT_DATA_TYPE_FLOAT, 264, 300000, 0);
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     char why[200] = "";
     assert_false(engine->supports(g, &p.groups[0], knob_named("t1024_r1_vec_split"), "sm_90a", why, sizeof why));
     assert_non_null(strstr(why, "264 rows keep the GPU busy"));
     dnnjit__partition_free(&p);
     dnnjit_graph_destroy(g);
     g = op_graph(NULL, OP_SOFTMAX, DNNJIT_DATA_TYPE_FLOAT, 3, 300000, 0);
-    p = partition(g);
+    p = tu_partition(g);
     assert_false(engine->supports(g, &p.groups[0], knob_named("t1024_r1_vec_split"), "sm_90a", why, sizeof why));
     assert_non_null(strstr(why, "only a one-pass op"));
     dnnjit__partition_free(&p);
@@ -919,10 +890,10 @@ static void prologue_stores_on_the_first_pass(void **state)
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(64, 4096), NULL, 0);
     dnnjit_tensor_t r = tu_tensor(g, "r", 2, TU_DIMS(64, 4096), NULL, 0);
     dnnjit_tensor_t w = tu_tensor(g, "w", 2, TU_DIMS(1, 4096), NULL, 0);
-    dnnjit_tensor_t h = output(g, pw(g, DNNJIT_POINTWISE_ADD, x, r)), y, inv;
+    dnnjit_tensor_t h = tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, x, r)), y, inv;
     TU_OK(dnnjit_graph_rmsnorm(g, h, w, 0, &(dnnjit_norm_attr_t){.phase = DNNJIT_NORM_PHASE_TRAINING}, &y, &inv));
-    output(g, y);
-    output(g, inv);
+    tu_output(g, y);
+    tu_output(g, inv);
     dnnjit__kernel_t k = generate(g, knob_named("t128_r1_vec"));
     char expect[128];
     snprintf(expect, sizeof expect, "    if (first)\n        dj_st_%u<V>(row, col, o%u, args);", h, h);
@@ -959,7 +930,7 @@ static void add_jobs(job_list_t *list, dnnjit_graph_t g, int knob, const char *l
     dnnjit__kernel_t k = generate(g, knob);
     char name[64];
     engine->knob_name(knob, name, sizeof name);
-    dnnjit__partition_t p = partition(g);
+    dnnjit__partition_t p = tu_partition(g);
     bool sm80 = engine->supports(g, &p.groups[0], knob, "sm_80", NULL, 0);
     dnnjit__partition_free(&p);
     for (int a = !sm80; a < 2; a++) {
@@ -1073,7 +1044,7 @@ static void every_template_knob_and_type_compiles(void **state)
             for (size_t l = 0; l < sizeof lengths / sizeof lengths[0] && !knob_done[knob]; l++) {
                 op_case_t op = (op_case_t)((knob + o) % OP_CASE_COUNT);
                 dnnjit_graph_t g = op_graph(NULL, op, io_types[knob % IO_TYPE_COUNT], 3, lengths[l], knob);
-                dnnjit__partition_t p = partition(g);
+                dnnjit__partition_t p = tu_partition(g);
                 bool ok = engine->supports(g, &p.groups[0], knob, "sm_90a", NULL, 0);
                 dnnjit__partition_free(&p);
                 if (!ok) {
@@ -1101,8 +1072,8 @@ static dnnjit_graph_t add_rmsnorm_sized(dnnjit_data_type_t io, int64_t rows, int
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0);
     dnnjit_tensor_t r = tu_tensor(g, "r", 2, TU_DIMS(rows, cols), NULL, 0);
     dnnjit_tensor_t w = tu_tensor(g, "w", 2, TU_DIMS(1, cols), NULL, 0), y;
-    TU_OK(dnnjit_graph_rmsnorm(g, output(g, pw(g, DNNJIT_POINTWISE_ADD, x, r)), w, 0, NULL, &y, NULL));
-    output(g, y);
+    TU_OK(dnnjit_graph_rmsnorm(g, tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, x, r)), w, 0, NULL, &y, NULL));
+    tu_output(g, y);
     return g;
 }
 
@@ -1118,13 +1089,13 @@ static dnnjit_graph_t fused_softmax_graph(void)
     dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(2, 7, 1000), NULL, 0);
     dnnjit_tensor_t bias = tu_tensor(g, "bias", 1, TU_DIMS(1000), NULL, 0);
     dnnjit_tensor_t m = tu_tensor(g, "m", 3, TU_DIMS(2, 7, 1), NULL, DNNJIT_DATA_TYPE_FLOAT), s, s0, s1;
-    dnnjit_tensor_t t = pw(g, DNNJIT_POINTWISE_MUL, x, scalar(g, "half", true, 0.5));
-    t = pw(g, DNNJIT_POINTWISE_SUB, pw(g, DNNJIT_POINTWISE_ADD, t, bias), m);
+    dnnjit_tensor_t t = tu_pointwise(g, DNNJIT_POINTWISE_MUL, x, scalar(g, "half", true, 0.5));
+    t = tu_pointwise(g, DNNJIT_POINTWISE_SUB, tu_pointwise(g, DNNJIT_POINTWISE_ADD, t, bias), m);
     TU_OK(dnnjit_graph_softmax(g, t, &(dnnjit_softmax_attr_t){.stats = DNNJIT_SOFTMAX_STATS_MAX_SUM_EXP}, &s, &s0,
                                &s1));
-    output(g, s0);
-    output(g, s1);
-    output(g, pw(g, DNNJIT_POINTWISE_MUL, pw(g, DNNJIT_POINTWISE_MUL, s, x), scalar(g, "s", false, 0)));
+    tu_output(g, s0);
+    tu_output(g, s1);
+    tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, tu_pointwise(g, DNNJIT_POINTWISE_MUL, s, x), scalar(g, "s", false, 0)));
     return g;
 }
 
@@ -1134,9 +1105,9 @@ static dnnjit_graph_t logsumexp_graph(void)
     dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(3, 5, 77), NULL, 0);
     dnnjit_tensor_t c = tu_tensor(g, "c", 3, TU_DIMS(3, 5, 1), NULL, 0), y;
-    TU_OK(dnnjit_graph_reduction(g, pw(g, DNNJIT_POINTWISE_EXP, x, 0),
+    TU_OK(dnnjit_graph_reduction(g, tu_pointwise(g, DNNJIT_POINTWISE_EXP, x, 0),
                                  &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_ADD, .axes = 4}, &y));
-    output(g, pw(g, DNNJIT_POINTWISE_ADD, pw(g, DNNJIT_POINTWISE_LOG, y, 0), c));
+    tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, tu_pointwise(g, DNNJIT_POINTWISE_LOG, y, 0), c));
     return g;
 }
 
@@ -1153,9 +1124,9 @@ static dnnjit_graph_t strided_layernorm_graph(void)
                                  &(dnnjit_norm_attr_t){.phase = DNNJIT_NORM_PHASE_TRAINING, .norm_axes = 2,
                                                        .epsilon = eps},
                                  &y, &mean, &inv));
-    output(g, y);
-    output(g, mean);
-    output(g, inv);
+    tu_output(g, y);
+    tu_output(g, mean);
+    tu_output(g, inv);
     return g;
 }
 
@@ -1169,10 +1140,10 @@ static dnnjit_graph_t fused_backward_graph(void)
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(33, 640), NULL, 0);
     dnnjit_tensor_t scale = tu_tensor(g, "scale", 2, TU_DIMS(1, 640), NULL, 0);
     dnnjit_tensor_t inv = tu_tensor(g, "inv", 2, TU_DIMS(33, 1), NULL, DNNJIT_DATA_TYPE_FLOAT), dx, ds, db;
-    TU_OK(dnnjit_graph_rmsnorm_backward(g, pw(g, DNNJIT_POINTWISE_MUL, dy, mask), x, scale, inv, NULL, &dx, &ds, &db));
-    output(g, pw(g, DNNJIT_POINTWISE_ADD, dx, x));
-    output(g, ds);
-    output(g, db);
+    TU_OK(dnnjit_graph_rmsnorm_backward(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, dy, mask), x, scale, inv, NULL, &dx, &ds, &db));
+    tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, dx, x));
+    tu_output(g, ds);
+    tu_output(g, db);
     return g;
 }
 
@@ -1194,7 +1165,7 @@ static void fused_and_strided_groups_compile(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int last = 0; last < 2; last++) {
             dnnjit_graph_t g = cases[i].make();
-            dnnjit__partition_t p = partition(g);
+            dnnjit__partition_t p = tu_partition(g);
             assert_int_equal(p.group_count, 1);
             assert_int_equal(p.groups[0].node_count, cases[i].nodes);
             int knob = -1;

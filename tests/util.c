@@ -34,6 +34,36 @@ dnnjit_graph_t tu_graph(dnnjit_data_type_t io_type)
     return tu_graph_on(NULL, "test", io_type, DNNJIT_DATA_TYPE_FLOAT);
 }
 
+dnnjit_tensor_t tu_pointwise(dnnjit_graph_t g, dnnjit_pointwise_mode_t mode, dnnjit_tensor_t a, dnnjit_tensor_t b)
+{
+    dnnjit_tensor_t out;
+    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.mode = mode}, a, b, DNNJIT_TENSOR_NONE, &out));
+    return out;
+}
+
+dnnjit_tensor_t tu_output(dnnjit_graph_t g, dnnjit_tensor_t t)
+{
+    if (t != DNNJIT_TENSOR_NONE)
+        TU_OK(dnnjit_tensor_set_output(g, t, true));
+    return t;
+}
+
+dnnjit__partition_t tu_partition(dnnjit_graph_t g)
+{
+    dnnjit__partition_t p;
+    TU_OK(dnnjit_graph_validate(g));
+    TU_OK(dnnjit__partition(g, &p));
+    return p;
+}
+
+bool tu_has_tensor(const dnnjit_tensor_t *list, int64_t n, dnnjit_tensor_t t)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (list[i] == t)
+            return true;
+    return false;
+}
+
 char *tu_first_plan(dnnjit_graph_t g, dnnjit_heur_mode_t mode)
 {
     TU_OK(dnnjit_graph_create_execution_plans(g, &mode, 1));

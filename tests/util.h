@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "dnnjit.h"
+#include "fusion/fusion.h"
 #include "layout.h"
 
 /* Asserts a call succeeded, printing the library's message when it did not. */
@@ -37,6 +38,19 @@ dnnjit_graph_t tu_graph(dnnjit_data_type_t io_type);
 dnnjit_tensor_t tu_tensor(dnnjit_graph_t g, const char *name, int ndim, const int64_t *dim, const int64_t *stride,
                           dnnjit_data_type_t type);
 #define TU_DIMS(...) (int64_t[]){__VA_ARGS__}
+
+/* The pointwise node `mode` of a (and b, or DNNJIT_TENSOR_NONE) and its output. */
+dnnjit_tensor_t tu_pointwise(dnnjit_graph_t g, dnnjit_pointwise_mode_t mode, dnnjit_tensor_t a, dnnjit_tensor_t b);
+
+/* Marks t an output of the graph unless it is DNNJIT_TENSOR_NONE (an op's optional output
+ * not asked for); returns t. */
+dnnjit_tensor_t tu_output(dnnjit_graph_t g, dnnjit_tensor_t t);
+
+/* Validates the graph and returns its partition into fusion groups. */
+dnnjit__partition_t tu_partition(dnnjit_graph_t g);
+
+/* Whether t is among the n tensors of list. */
+bool tu_has_tensor(const dnnjit_tensor_t *list, int64_t n, dnnjit_tensor_t t);
 
 /* Makes the plan list of one heuristic mode and returns its first plan's name (free with
  * dnnjit_free). */
