@@ -106,8 +106,9 @@ static const knob_t knobs[] = {
      *   1000-wide fp16 rows (four rows a block, so eight a step; 128 registers) 74-82 us
      *   against 63.5, on 32768x4096 bf16 215 against 218 (RMS norm 215 against 213);
      * - on 1000-wide fp16 rows, two rows a block at 512 threads an SM: 63.0 us against 63.9
-     *   (RMS norm 62.0 against 60.9); four or two rows a block at 768 threads an SM (80
-     *   registers, small spills): 82-87 us. */
+     *   (RMS norm 62.0 against 60.9), and once each row waited at its own barrier (1ec84e6)
+     *   63.3-64.3 against 63.2-63.3 (RMS norm 61.5-62.0 against 59.3-59.5); four or two rows
+     *   a block at 768 threads an SM (80 registers, small spills): 82-87 us. */
 };
 
 enum {
