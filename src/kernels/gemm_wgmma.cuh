@@ -37,9 +37,11 @@
 //   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
 //       axis, the rank of its tensor map, and the map's batch coordinates of batch entry b
 //   DJ_B_KMAJOR DJ_B_RANK dj_b_batch_coords(b, c)   the same for B over [N, K]
-//   dj_wgmma(d, desc_a, desc_b, accumulate)   one m64n<DJ_BN>k<DJ_WK> wgmma into d (DjAcc
-//       registers), adding to d's sums when accumulate (else overwriting them), with the
-//       transpose bits of the operands' majors
+//   dj_wgmma_ktile(d, desc_a, desc_b, step_a, step_b, accumulate)   the DJ_BK / DJ_WK
+//       m64n<DJ_BN>k<DJ_WK> wgmmas of a K tile into d (DjAcc registers), on the descriptors
+//       desc_a + i * step_a and desc_b + i * step_b, the first adding to d's sums when
+//       accumulate (else overwriting them), the others adding; with the transpose bits of
+//       the operands' majors
 //   DJ_PROMOTE                whether the K walk promotes (fp8 with float accumulation): wgmma
 //       adds fp8 products keeping fewer bits than a float (about 14, by DeepSeek-V3's
 //       report), which over a long K loses much of a sum of correlated terms (0.11 relative
@@ -277,17 +279,22 @@ __device__ __forceinline__ dj_u64 dj_desc(unsigned addr, unsigned lbo, unsigned 
     return (dj_u64)((addr & 0x3FFFF) >> 4) | (dj_u64)(lbo >> 4) << 16 | (dj_u64)(sbo >> 4) << 32 | 1ull << 62;
 }
 
-// The descriptor of an operand's K slice kk (DJ_WK deep) at `stage`. K-major: the slice is 32
-// bytes into every 128-byte row (the hardware applies the swizzle to the address it forms),
-// eight-row groups 1024 bytes apart. MN-major: the slice is 16 rows of 128 bytes further,
-// eight-row K groups 1024 bytes apart (SBO), 64-wide M or N chunks DJ_CHUNK apart (LBO).
-template <bool KMAJOR> __device__ __forceinline__ dj_u64 dj_operand_desc(unsigned stage, int kk)
+// The descriptor of an operand's first K slice (DJ_WK deep) at `stage`. K-major: each next
+// slice is 32 bytes further into every 128-byte row (the hardware applies the swizzle to the
+// address it forms), eight-row groups 1024 bytes apart. MN-major: each next slice is 16 rows
+// of 128 bytes further, eight-row K groups 1024 bytes apart (SBO), 64-wide M or N chunks
+// DJ_CHUNK apart (LBO).
+template <bool KMAJOR> __device__ __forceinline__ dj_u64 dj_operand_desc(unsigned stage)
 {
     if constexpr (KMAJOR)
-        return dj_desc(stage + kk * 32, 16, 1024);
+        return dj_desc(stage, 16, 1024);
     else
-        return dj_desc(stage + kk * 16 * 128, DJ_CHUNK, 1024);
+        return dj_desc(stage, DJ_CHUNK, 1024);
 }
+// The step from one slice's descriptor to the next: their distance in bytes in the
+// descriptor's unit of 16 (no carry leaves the address field, shared memory being smaller
+// than its 256 KiB).
+template <bool KMAJOR> constexpr dj_u64 DJ_SLICE_STEP = (KMAJOR ? 32 : 16 * 128) / 16;
 
 // A consumer warp's release of a stage: an arrival on its `empty` barrier in every CTA of
 // the cluster, whose producers all write the stage.
@@ -881,10 +888,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             const unsigned sa = a_stages + s * DJ_A_STAGE + consumer * DJ_CHUNK, sb = b_stages + s * DJ_B_STAGE;
             dj_fence_acc(mma);
             dj_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < DJ_BK / DJ_WK; kk++)
-                dj_wgmma(mma, dj_operand_desc<DJ_A_KMAJOR>(sa, kk), dj_operand_desc<DJ_B_KMAJOR>(sb, kk),
-                         !DJ_PROMOTE || kk > 0);
+            dj_wgmma_ktile(mma, dj_operand_desc<DJ_A_KMAJOR>(sa), dj_operand_desc<DJ_B_KMAJOR>(sb),
+                           DJ_SLICE_STEP<DJ_A_KMAJOR>, DJ_SLICE_STEP<DJ_B_KMAJOR>, !DJ_PROMOTE);
             dj_wgmma_commit();
             dj_fence_acc(mma);
             // Promotion: this K tile's sums (its first wgmma overwrote the last tile's) are
