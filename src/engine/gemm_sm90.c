@@ -837,9 +837,10 @@ static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int acc, const problem_
  * 32 bytes) on shared-memory descriptors, the slices' descriptors step_a and step_b apart,
  * into the thread's bn/2 floats, or with fp16 accumulation bn/4 registers of two halves. The
  * first adds to the sums in d (scale-d 1) when `accumulate` and overwrites them otherwise (a
- * promoted K tile's), the others add. All four are one asm statement because NVVM and ptxas
- * take longer over four statements of as many accumulator operands each: locally the
- * 4096^3 bf16 kernel compiled in about 250 ms against 280, its HGMMA sequence the same. */
+ * promoted K tile's), the others add. All four are one asm statement because NVVM takes
+ * longer over four statements of as many accumulator operands each: locally the 4096^3 bf16
+ * kernel compiled in 248 ms against 267, its HGMMA sequence the same. (A rolled loop over
+ * one wgmma compiles faster still, but ptxas then waits for each to finish before the next.) */
 static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
 {
     int acc = p->acc16 ? bn / 4 : bn / 2;
