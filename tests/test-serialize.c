@@ -144,7 +144,7 @@ static layout_t walk(const unsigned char *p, size_t size)
 {
     layout_t l = {0};
     assert_memory_equal(p, "DNNJITGR", 8);
-    assert_int_equal(le32(p + 8), 3);
+    assert_int_equal(le32(p + 8), 4);
     assert_int_equal(le32(p + 12), 0);
     assert_int_equal(le64(p + 16), size);
     assert_true(le64(p + 24) == XXH3_64bits(p + 32, size - 32));
@@ -641,7 +641,7 @@ static void swapped_slots(unsigned char *p, const layout_t *l)
     memcpy(first, first + 8, 8);
     memcpy(first + 8, tmp, 8);
 }
-static void other_format(unsigned char *p, const layout_t *l) { (void)l, set32(p + 8, 4); }
+static void other_format(unsigned char *p, const layout_t *l) { (void)l, set32(p + 8, 5); }
 static void bad_cooperative(unsigned char *p, const layout_t *l) { set32(p + l->cooperative[0], 2); }
 static void made_cooperative(unsigned char *p, const layout_t *l) { set32(p + l->cooperative[0], 1); }
 static void reserved_set(unsigned char *p, const layout_t *l) { (void)l, set32(p + 12, 1); }
@@ -693,7 +693,7 @@ static void lying_fields_are_named(void **state)
         {wider_grid, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
         {other_entry, 0, DNNJIT_STATUS_PARSE_ERROR, "its entry name is not what engine"},
         {swapped_slots, 0, DNNJIT_STATUS_PARSE_ERROR, "its slot table is not what engine"},
-        {other_format, 0, DNNJIT_STATUS_NOT_SUPPORTED, "the blob has format 4; this dnnjit (0.1.0) reads format 3"},
+        {other_format, 0, DNNJIT_STATUS_NOT_SUPPORTED, "the blob has format 5; this dnnjit (0.1.0) reads format 4"},
         {bad_cooperative, 0, DNNJIT_STATUS_PARSE_ERROR, "cooperative flag 2 is impossible"},
         {made_cooperative, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
         {reserved_set, 0, DNNJIT_STATUS_PARSE_ERROR, "reserved field 1"},

@@ -253,30 +253,36 @@ dnnjit_status_t dnnjit__driver_load_kernel(const void *cubin, const char *kernel
 }
 
 dnnjit_status_t dnnjit__driver_launch(dnnjit__cu_function_t fn, const unsigned int grid[3],
-                                      const unsigned int block[3], const unsigned int *cluster, bool cooperative,
+                                      const unsigned int block[3], const unsigned int *cluster, unsigned flags,
                                       unsigned int shared_bytes, dnnjit__cu_stream_t stream, void **params)
 {
     dnnjit_status_t s = dnnjit__driver_load();
     if (s != DNNJIT_STATUS_SUCCESS)
         return s;
     bool clustered = cluster && cluster[0] * cluster[1] * cluster[2] > 1;
-    if (!clustered && !cooperative)
+    if (!clustered && !flags)
         return dnnjit__cu_check(api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                                    shared_bytes, stream, params, NULL),
                                 "cuLaunchKernel");
     if (!api.cuLaunchKernelEx)
         return dnnjit__fail(NULL, DNNJIT_STATUS_NOT_SUPPORTED,
                             "a %s launch needs cuLaunchKernelEx (CUDA 11.8 driver or newer)",
-                            clustered ? "clustered" : "cooperative");
-    dnnjit__cu_launch_attribute_t attrs[2];
+                            clustered                                ? "clustered"
+                            : flags & DNNJIT__LAUNCH_COOPERATIVE ? "cooperative"
+                                                                     : "dependent");
+    dnnjit__cu_launch_attribute_t attrs[3];
     unsigned int count = 0;
     if (clustered) {
         attrs[count] = (dnnjit__cu_launch_attribute_t){.id = DNNJIT__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
         memcpy(attrs[count++].value.cluster_dim, cluster, sizeof attrs[0].value.cluster_dim);
     }
-    if (cooperative)
+    if (flags & DNNJIT__LAUNCH_COOPERATIVE)
         attrs[count++] = (dnnjit__cu_launch_attribute_t){.id = DNNJIT__CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
                                                          .value.cooperative = 1};
+    if (flags & DNNJIT__LAUNCH_DEPENDENT)
+        attrs[count++] = (dnnjit__cu_launch_attribute_t){
+            .id = DNNJIT__CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            .value.programmatic_stream_serialization = 1};
     dnnjit__cu_launch_config_t config = {
         .grid = {grid[0], grid[1], grid[2]},
         .block = {block[0], block[1], block[2]},

@@ -108,6 +108,7 @@ typedef struct dnnjit__cu_launch_attribute {
     union {
         unsigned int cluster_dim[3];
         int cooperative;
+        int programmatic_stream_serialization;
         char bytes[64];
     } value;
 } dnnjit__cu_launch_attribute_t;
@@ -150,6 +151,7 @@ enum {
     DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     DNNJIT__CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
     DNNJIT__CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+    DNNJIT__CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
     DNNJIT__CU_STREAM_NON_BLOCKING = 1,
     DNNJIT__CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
 };
@@ -249,11 +251,21 @@ void dnnjit__arch_for_capability(int major, int minor, char arch[DNNJIT__ARCH_LE
 dnnjit_status_t dnnjit__driver_load_kernel(const void *cubin, const char *kernel, dnnjit__cu_module_t *module,
                                            dnnjit__cu_function_t *fn);
 
-/* Launches `fn`; a cluster of more than one block per dimension (cluster NULL: none) or a
- * cooperative launch (every block resident at once, or the launch fails) uses
- * cuLaunchKernelEx with the matching attributes. */
+/* How dnnjit__driver_launch launches a kernel (flags, or-ed). */
+enum {
+    /* Every block resident at once, or the launch fails. */
+    DNNJIT__LAUNCH_COOPERATIVE = 1,
+    /* Programmatic stream serialization (sm_90 and later): the kernel's blocks may start
+     * before the previous kernel in the stream has finished. Only for a kernel that waits
+     * on it (griddepcontrol.wait, as dj_grid_dependency in src/kernels/common.cuh) before
+     * it touches memory that kernel may write or read. */
+    DNNJIT__LAUNCH_DEPENDENT = 2,
+};
+
+/* Launches `fn`; a cluster of more than one block per dimension (cluster NULL: none) or any
+ * of `flags` uses cuLaunchKernelEx with the matching attributes. */
 dnnjit_status_t dnnjit__driver_launch(dnnjit__cu_function_t fn, const unsigned int grid[3],
-                                      const unsigned int block[3], const unsigned int *cluster, bool cooperative,
+                                      const unsigned int block[3], const unsigned int *cluster, unsigned flags,
                                       unsigned int shared_bytes, dnnjit__cu_stream_t stream, void **params);
 
 /* Whether `ptr` is device (or managed) memory the device can address; `who` names the

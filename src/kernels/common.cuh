@@ -321,6 +321,21 @@ struct DjArgs {
     float scalar[DJ_MAX_SCALARS];
 };
 
+// Programmatic dependent launch (sm_90 and later). There, execute launches every kernel
+// with programmatic stream serialization, so that its blocks can be scheduled, and wait,
+// while the kernel before it in the stream finishes, rather than after it has: between
+// back-to-back 65 MB copies on the H200 that took 34.0 us a call to 32.4. Every kernel
+// calls this first, before it touches global memory: the wait returns once the kernels it
+// depends on have completed and their writes are visible (at once when it was launched
+// without the attribute); the trigger then lets the next kernel's blocks take SM space as
+// this one's blocks leave it, the last of them already started.
+__device__ __forceinline__ void dj_grid_dependency()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\ngriddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // N elements of T moved as one aligned access (16 bytes when N * sizeof(T) == 16).
 template <typename T, int N> struct __align__(sizeof(T) * N) dj_vec {
     T v[N];

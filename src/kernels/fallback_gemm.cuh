@@ -8,6 +8,7 @@
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_gemm(const DjArgs args)
 {
+    dj_grid_dependency();
     for (dj_i64 i = dj_first(0); i < DJ_NUMEL; i += dj_step(gridDim.x)) {
         const dj_i64 n = i % DJ_N, batch_m = i / DJ_N, batch = batch_m / DJ_M;
         const dj_i64 a0 = dj_off_A(batch_m * DJ_K);

@@ -10,6 +10,7 @@
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_norm(const DjArgs args)
 {
+    dj_grid_dependency();
     const dj_acc eps = dj_ld_EPSILON(dj_off_EPSILON(0), args);
     for (dj_i64 row = dj_first(0); row < DJ_ROWS; row += dj_step(gridDim.x)) {
         const dj_i64 base = row * DJ_COLS;

@@ -15,6 +15,7 @@ __device__ __forceinline__ dj_acc dj_xhat(dj_i64 i, const DjArgs &args)
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_norm_backward(const DjArgs args)
 {
+    dj_grid_dependency();
     if (blockIdx.x < DJ_ROW_BLOCKS) {
         for (dj_i64 row = dj_first(0); row < DJ_ROWS; row += dj_step(DJ_ROW_BLOCKS)) {
             const dj_i64 base = row * DJ_COLS;

@@ -4,6 +4,7 @@
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_pointwise(const DjArgs args)
 {
+    dj_grid_dependency();
     for (dj_i64 i = dj_first(0); i < DJ_NUMEL; i += dj_step(gridDim.x))
         dj_element(i, args);
 }

@@ -8,6 +8,7 @@
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_reduction(const DjArgs args)
 {
+    dj_grid_dependency();
     for (dj_i64 row = dj_first(0); row < DJ_ROWS; row += dj_step(gridDim.x)) {
         const dj_i64 base = row * DJ_COLS;
         const auto term = [&](dj_i64 col) { return dj_reduce_term<DJ_MODE>((double)dj_ld_X(dj_off_X(base + col), args)); };

@@ -9,6 +9,7 @@
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_sdpa(const DjArgs args)
 {
+    dj_grid_dependency();
     constexpr dj_i64 rows = DJ_B * DJ_HQ * DJ_SQ;
     for (dj_i64 row = dj_first(0); row < rows; row += dj_step(gridDim.x)) {
         const dj_i64 i = row % DJ_SQ, h = row / DJ_SQ % DJ_HQ, b = row / DJ_SQ / DJ_HQ;

@@ -6,6 +6,7 @@
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_softmax(const DjArgs args)
 {
+    dj_grid_dependency();
     for (dj_i64 row = dj_first(0); row < DJ_ROWS; row += dj_step(gridDim.x)) {
         const dj_i64 base = row * DJ_COLS;
         dj_acc max = dj_neg_inf();

@@ -3,6 +3,7 @@
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_fallback_softmax_backward(const DjArgs args)
 {
+    dj_grid_dependency();
     for (dj_i64 row = dj_first(0); row < DJ_ROWS; row += dj_step(gridDim.x)) {
         const dj_i64 base = row * DJ_COLS;
         dj_acc dot = 0;

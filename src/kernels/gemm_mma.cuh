@@ -466,6 +466,7 @@ __device__ __forceinline__ void dj_copy_part(const CA &copy_a, const CB &copy_b,
 
 extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(const DjArgs args)
 {
+    dj_grid_dependency();
     extern __shared__ __align__(16) unsigned char dj_smem[];
     dj_ta *const sa = (dj_ta *)dj_smem;
     dj_tb *const sb = (dj_tb *)(dj_smem + DJ_STAGES * DjTileA::ELEMS * sizeof(dj_ta));

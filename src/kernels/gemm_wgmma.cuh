@@ -762,6 +762,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
     dj_gemm_sm90(const DjArgs args, const __grid_constant__ DjTensorMap map_a,
                  const __grid_constant__ DjTensorMap map_b DJ_STORE_MAP_PARAM)
 {
+    dj_grid_dependency();
     // The swizzle atoms must start on 1024-byte boundaries; the launch asks for 1 KiB extra
     // to round up to one. (Declaring the array 1024-aligned instead would let the compiler
     // drop the rounding on the strength of an alignment the launch does not promise.)

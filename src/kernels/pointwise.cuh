@@ -5,6 +5,7 @@
 
 extern "C" __global__ void __launch_bounds__(DJ_BLOCK) dj_pointwise(const DjArgs args)
 {
+    dj_grid_dependency();
     const dj_i64 step = (dj_i64)gridDim.x * DJ_BLOCK;
     const dj_i64 first = (dj_i64)blockIdx.x * DJ_BLOCK + threadIdx.x;
     dj_i64 scalar_from = 0;

@@ -33,6 +33,7 @@ template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
 // hold an SM full of blocks.
 extern "C" __global__ void DJ_LAUNCH_BOUNDS dj_rows(const DjArgs args)
 {
+    dj_grid_dependency();
     if constexpr (DJ_VEC > 1) {
         if (dj_aligned(args)) {
             dj_rows_run<DJ_VEC>(args);

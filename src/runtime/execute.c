@@ -174,6 +174,13 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
     if ((s = check_buffers(g, pack, n)))
         return s;
     dnnjit__plan_t *plan = &g->jit->plans[g->jit->chosen];
+    /* Every kernel compiled for sm_90 or later waits for the one before it in the stream
+     * (dj_grid_dependency), so it may be launched before that one has finished: its blocks
+     * then start as the other's leave the SMs. A cooperative kernel is launched without it
+     * (its blocks must all be resident at once, which the driver checks at the launch). A
+     * group's memset (split-K counters) runs in between as a stream operation that
+     * completes before the next kernel starts. */
+    const unsigned dependent = dnnjit__arch_number(g->handle->arch) >= 90 ? DNNJIT__LAUNCH_DEPENDENT : 0;
     for (int64_t gi = 0; gi < g->jit->partition.group_count; gi++) {
         dnnjit__built_kernel_t *b = &plan->kernels[gi];
         const dnnjit__kernel_t *k = &b->kernel;
@@ -203,8 +210,9 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
         if (!s && k->tma_count && (s = encode_tensor_maps(g, gi, b, &args, maps)))
             return s;
         if (!s)
-            s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, k->grid, k->block, NULL, k->cooperative,
-                                      k->shared_bytes, (dnnjit__cu_stream_t)stream, params);
+            s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, k->grid, k->block, NULL,
+                                      k->cooperative ? DNNJIT__LAUNCH_COOPERATIVE : dependent, k->shared_bytes,
+                                      (dnnjit__cu_stream_t)stream, params);
         if (s) {
             char cause[DNNJIT__MSG_LEN];
             snprintf(cause, sizeof cause, "%s", dnnjit_last_error());

@@ -15,7 +15,9 @@
 #include <string.h>
 
 #define BLOB_MAGIC "DNNJITGR"
-#define BLOB_FORMAT 3u
+/* Format 4: kernels for sm_90 and later begin with dj_grid_dependency, which execute's
+ * dependent launches rely on; a format-3 blob's CUBINs lack it. */
+#define BLOB_FORMAT 4u
 #define HEADER_SIZE 32
 
 /* Bounds far above anything dnnjit writes; a field beyond one is damage. */
