@@ -111,7 +111,7 @@ static void two_kernels(void **state)
 }
 
 /* A long-K product on a split-K plan: execute also zeroes the plan's arrival counters
- * (cuMemsetD32Async), which must be captured with the launch so that every replay starts
+ * (dj_zero_scratch, a kernel of its module), which must be captured with the launch so that every replay starts
  * from zero. */
 static void split_k(void **state)
 {

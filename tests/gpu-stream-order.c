@@ -4,7 +4,7 @@
  * (griddepcontrol.wait, dj_grid_dependency) must hold them until the earlier kernel's
  * writes are visible. These tests fail when it does not: a chain of executes each reading
  * what the one before wrote, on the legacy stream and on a stream of its own, and plans
- * whose execute zeroes counters (cuMemsetD32Async) before their kernel, run back to back on
+ * whose execute zeroes counters (dj_zero_scratch) before their kernel, run back to back on
  * one workspace, each with inputs and outputs of its own. Skipped (77) without a GPU. */
 #include "gpu_buffers.h"
 

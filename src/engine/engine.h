@@ -60,7 +60,9 @@ typedef struct dnnjit__kernel {
     int scalar_count;
     dnnjit_tensor_t scalars[DNNJIT__MAX_KERNEL_SCALARS];
     /* Workspace the kernel needs for itself (e.g. split-K partial sums), passed in
-     * DjArgs.ptr[scratch_slot]; execute zeroes its first scratch_zero_bytes before the launch. */
+     * DjArgs.ptr[scratch_slot]; execute zeroes its first scratch_zero_bytes before the
+     * launch, with dj_zero_scratch (src/kernels/zero_scratch.cuh), which the plan appends
+     * to the kernel's source. */
     int scratch_slot;
     int64_t scratch_bytes, scratch_zero_bytes;
     /* TMA tensor maps the kernel takes as parameters after DjArgs. */

@@ -254,9 +254,10 @@ static int64_t scratch_bytes(const problem_t *p, const knob_t *kn)
  * past M cost no memory traffic (their copies read nothing) but full tensor-core work, and
  * the partial sums of split-K.
  *
- * Split-K pays a fixed price: the counters' memset before the launch, the partial tiles'
- * stores and fence, the arrival atomics; and the last CTA of each tile reloads every other
- * split's partial tile (whole bm x bn tiles, the rows past M included) before its epilogue.
+ * Split-K pays a fixed price: the kernel zeroing the counters before the launch, the
+ * partial tiles' stores and fence, the arrival atomics; and the last CTA of each tile
+ * reloads every other split's partial tile (whole bm x bn tiles, the rows past M included)
+ * before its epilogue.
  * Seed 004's 16x128x128x512 ran 4x slower split four ways (9 µs to 36 µs with 64x64 tiles,
  * four K tiles of 32 per split); the 128x256 split-8 plan of linear_1x4096x4096 took 99 µs,
  * most of it its last CTAs summing 7 partial tiles of 128 KiB each. So split-K wins where K

@@ -1,6 +1,7 @@
 /* The build stages of the public API: operation graph, plan list, plan building. */
 #include "engine/plan.h"
 
+#include "codegen/templates.h"
 #include "engine/canonical.h"
 #include "common/strbuf.h"
 #include "jit/jit.h"
@@ -412,6 +413,19 @@ static dnnjit_status_t generate_group(dnnjit_graph_t g, int64_t group, const dnn
         return dnnjit__fail(g, s, "the group of %s \"%s\" (\"#0\" is its first node): %s",
                             dnnjit__op_label(anchor->op), anchor->name, canon->graph.error);
     }
+    /* Counters the kernel needs zeroed are zeroed by a kernel of the same module, which
+     * execute launches before it (see zero_scratch.cuh). */
+    if (k->scratch_zero_bytes) {
+        dnnjit__strbuf_t sb = {0};
+        dnnjit__sb_append(&sb, k->source);
+        dnnjit__sb_append(&sb, "\n");
+        dnnjit__sb_append(&sb, dnnjit__template("zero_scratch.cuh"));
+        char *source = dnnjit__sb_take(&sb);
+        if (!source)
+            return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "generate: out of memory");
+        free(k->source);
+        k->source = source;
+    }
     size_t text = strlen(k->source) + 1;
     unsigned char *record = malloc(sizeof *k + text);
     if (record) {
@@ -480,6 +494,7 @@ dnnjit_status_t dnnjit_graph_get_plan_source(dnnjit_graph_t g, int64_t index, ch
 typedef struct loaded_kernel {
     dnnjit__cu_module_t module;
     dnnjit__cu_function_t fn;
+    dnnjit__cu_function_t zero_fn; /* dj_zero_scratch, for a kernel with counters to zero */
 } loaded_kernel_t;
 
 static void unload_kernel(void *object)
@@ -506,6 +521,10 @@ static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__
         s = dnnjit__cu_check(dnnjit__cuda()->cuFuncSetAttribute(k->fn, DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                                 (int)b->kernel.shared_bytes),
                              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    k->zero_fn = NULL;
+    if (!s && b->kernel.scratch_zero_bytes)
+        s = dnnjit__cu_check(dnnjit__cuda()->cuModuleGetFunction(&k->zero_fn, k->module, "dj_zero_scratch"),
+                             "cuModuleGetFunction(\"dj_zero_scratch\")");
     if (!s)
         s = dnnjit__jit_cache_attach(key, k, unload_kernel, ref);
     if (s || dnnjit__jit_ref_object(*ref) != k)
@@ -523,7 +542,9 @@ dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_
     if (!s) {
         dnnjit__jit_ref_release(b->module);
         b->module = ref;
-        b->function = ((const loaded_kernel_t *)dnnjit__jit_ref_object(ref))->fn;
+        const loaded_kernel_t *loaded = dnnjit__jit_ref_object(ref);
+        b->function = loaded->fn;
+        b->zero_function = loaded->zero_fn;
     }
     return s;
 }

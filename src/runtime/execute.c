@@ -15,6 +15,10 @@ typedef struct dj_args {
     float scalar[DNNJIT__MAX_KERNEL_SCALARS];
 } dj_args_t;
 
+/* dj_zero_scratch's launch (src/kernels/zero_scratch.cuh): its block size, and at most this
+ * many blocks, each looping over the counters (a few thousand at most). */
+enum { ZERO_BLOCK = 256, ZERO_GRID = 64 };
+
 static const dnnjit_variant_t *find_uid(const dnnjit_variant_t *pack, size_t n, int64_t uid)
 {
     for (size_t i = 0; i < n; i++)
@@ -175,11 +179,10 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
         return s;
     dnnjit__plan_t *plan = &g->jit->plans[g->jit->chosen];
     /* Every kernel compiled for sm_90 or later waits for the one before it in the stream
-     * (dj_grid_dependency), so it may be launched before that one has finished: its blocks
-     * then start as the other's leave the SMs. A cooperative kernel is launched without it
-     * (its blocks must all be resident at once, which the driver checks at the launch). A
-     * group's memset (split-K counters) runs in between as a stream operation that
-     * completes before the next kernel starts. */
+     * (dj_grid_dependency, and dj_zero_scratch), so it may be launched before that one has
+     * finished: its blocks then start as the other's leave the SMs. A cooperative kernel is
+     * launched without it (its blocks must all be resident at once, which the driver checks
+     * at the launch). */
     const unsigned dependent = dnnjit__arch_number(g->handle->arch) >= 90 ? DNNJIT__LAUNCH_DEPENDENT : 0;
     for (int64_t gi = 0; gi < g->jit->partition.group_count; gi++) {
         dnnjit__built_kernel_t *b = &plan->kernels[gi];
@@ -196,11 +199,15 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
         }
         if (k->scratch_bytes) {
             args.ptr[k->scratch_slot] = (char *)workspace + scratch_offset;
-            if (k->scratch_zero_bytes)
-                s = dnnjit__cu_check(dnnjit__cuda()->cuMemsetD32Async((dnnjit__cu_deviceptr_t)(uintptr_t)args.ptr[k->scratch_slot],
-                                                                      0, (size_t)k->scratch_zero_bytes / 4,
-                                                                      (dnnjit__cu_stream_t)stream),
-                                     "cuMemsetD32Async(split-K counters)");
+            if (k->scratch_zero_bytes) {
+                long long words = k->scratch_zero_bytes / 4;
+                void *zero_params[] = {&args.ptr[k->scratch_slot], &words};
+                unsigned blocks = (unsigned)((words + ZERO_BLOCK - 1) / ZERO_BLOCK);
+                s = dnnjit__driver_launch((dnnjit__cu_function_t)b->zero_function,
+                                          (unsigned[]){blocks < ZERO_GRID ? blocks : ZERO_GRID, 1, 1},
+                                          (unsigned[]){ZERO_BLOCK, 1, 1}, NULL, dependent, 0,
+                                          (dnnjit__cu_stream_t)stream, zero_params);
+            }
         }
         dnnjit__cu_tensor_map_t maps[DNNJIT__MAX_KERNEL_TMAS];
         void *params[1 + DNNJIT__MAX_KERNEL_TMAS] = {&args};
