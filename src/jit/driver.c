@@ -267,9 +267,9 @@ dnnjit_status_t dnnjit__driver_launch(dnnjit__cu_function_t fn, const unsigned i
     if (!api.cuLaunchKernelEx)
         return dnnjit__fail(NULL, DNNJIT_STATUS_NOT_SUPPORTED,
                             "a %s launch needs cuLaunchKernelEx (CUDA 11.8 driver or newer)",
-                            clustered                                ? "clustered"
+                            clustered                            ? "clustered"
                             : flags & DNNJIT__LAUNCH_COOPERATIVE ? "cooperative"
-                                                                     : "dependent");
+                                                                 : "dependent");
     dnnjit__cu_launch_attribute_t attrs[3];
     unsigned int count = 0;
     if (clustered) {

@@ -327,8 +327,9 @@ struct DjArgs {
 // back-to-back 65 MB copies on the H200 that took 34.0 us a call to 32.4. Every kernel
 // calls this first, before it touches global memory: the wait returns once the kernels it
 // depends on have completed and their writes are visible (at once when it was launched
-// without the attribute); the trigger then lets the next kernel's blocks take SM space as
-// this one's blocks leave it, the last of them already started.
+// without the attribute); the trigger then lets the next kernel be scheduled once every
+// block of this one has started: its blocks take SM space as it frees up (or lies free
+// beside a kernel of one wave) and wait there.
 __device__ __forceinline__ void dj_grid_dependency()
 {
 #if __CUDA_ARCH__ >= 900
