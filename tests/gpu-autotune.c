@@ -116,12 +116,7 @@ static void pointwise(void **state)
 static void seed000(void **state)
 {
     (void)state;
-    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
-    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(4, 64, 128), NULL, 0);
-    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(4, 128, 64), NULL, 0);
-    dnnjit_tensor_t c;
-    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    dnnjit_graph_t g = tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 4, 64, 128, 64);
     tune_and_check(g, tu_tolerance(DNNJIT_DATA_TYPE_HALF), true, "seed 000");
     dnnjit_graph_destroy(g);
 }
@@ -131,12 +126,7 @@ static void seed000(void **state)
 static void split_k(void **state)
 {
     (void)state;
-    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_BFLOAT16);
-    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, 64, 4096), NULL, 0);
-    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 4096, 64), NULL, 0);
-    dnnjit_tensor_t c;
-    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    dnnjit_graph_t g = tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_BFLOAT16, 1, 64, 4096, 64);
     tune_and_check(g, tu_tolerance(DNNJIT_DATA_TYPE_BFLOAT16), false, "split-K");
     dnnjit_graph_destroy(g);
 }

@@ -65,12 +65,7 @@ static void capture_and_replay(dnnjit_graph_t g, const char *plan_fragment, doub
 static void seed000(void **state)
 {
     (void)state;
-    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
-    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(4, 64, 128), NULL, 0);
-    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(4, 128, 64), NULL, 0);
-    dnnjit_tensor_t c;
-    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    dnnjit_graph_t g = tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 4, 64, 128, 64);
     capture_and_replay(g, NULL, tu_tolerance(DNNJIT_DATA_TYPE_HALF), "seed 000");
     dnnjit_graph_destroy(g);
 }
@@ -111,17 +106,12 @@ static void two_kernels(void **state)
 }
 
 /* A long-K product on a split-K plan: execute also zeroes the plan's arrival counters
- * (dj_zero_scratch, a kernel of its module), which must be captured with the launch so that every replay starts
- * from zero. */
+ * (dj_zero_scratch, a kernel of its module), which must be captured with the launch so
+ * that every replay starts from zero. */
 static void split_k(void **state)
 {
     (void)state;
-    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
-    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, 64, 4096), NULL, 0);
-    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 4096, 64), NULL, 0);
-    dnnjit_tensor_t c;
-    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    dnnjit_graph_t g = tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 1, 64, 4096, 64);
     capture_and_replay(g, "_splitk", tu_tolerance(DNNJIT_DATA_TYPE_HALF), "split-K");
     dnnjit_graph_destroy(g);
 }

@@ -25,12 +25,7 @@ static double run_once(dnnjit_graph_t g)
 
 static dnnjit_graph_t seed000(void)
 {
-    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
-    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(4, 64, 128), NULL, 0);
-    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(4, 128, 64), NULL, 0);
-    dnnjit_tensor_t c;
-    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    dnnjit_graph_t g = tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 4, 64, 128, 64);
     return g;
 }
 
@@ -67,12 +62,7 @@ static dnnjit_graph_t two_kernels(void)
 /* A long-K product, built on a split-K plan (scratch workspace and zeroed counters). */
 static dnnjit_graph_t split_k(void)
 {
-    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
-    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(1, 64, 4096), NULL, 0);
-    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 4096, 64), NULL, 0);
-    dnnjit_tensor_t c;
-    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
-    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    dnnjit_graph_t g = tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 1, 64, 4096, 64);
     return g;
 }
 

@@ -67,6 +67,17 @@ dnnjit_graph_t tu_gpu_graph(dnnjit_data_type_t io_type)
     return tu_graph_on(device_handle, "gpu-test", io_type, DNNJIT_DATA_TYPE_FLOAT);
 }
 
+dnnjit_graph_t tu_gpu_matmul_graph(dnnjit_data_type_t io_type, int64_t batch, int64_t m, int64_t k, int64_t n)
+{
+    dnnjit_graph_t g = tu_gpu_graph(io_type);
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(batch, m, k), NULL, 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(batch, k, n), NULL, 0);
+    dnnjit_tensor_t c;
+    TU_OK(dnnjit_graph_matmul(g, a, b, NULL, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    return g;
+}
+
 double tu_tolerance(dnnjit_data_type_t io_type)
 {
     return io_type == DNNJIT_DATA_TYPE_FLOAT || io_type == DNNJIT_DATA_TYPE_DOUBLE ? 1e-5 : 1e-2;

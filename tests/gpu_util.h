@@ -18,6 +18,9 @@ int tu_gpu_main(const struct CMUnitTest *tests, size_t count, int argc, char **a
     tu_gpu_main((tests), sizeof(tests) / sizeof((tests)[0]), (argc), (argv), (device_ready))
 /* A graph on the shared device handle. */
 dnnjit_graph_t tu_gpu_graph(dnnjit_data_type_t io_type);
+/* C = A @ B on the shared device handle, A [batch, m, k] and B [batch, k, n] dense, C an
+ * output. */
+dnnjit_graph_t tu_gpu_matmul_graph(dnnjit_data_type_t io_type, int64_t batch, int64_t m, int64_t k, int64_t n);
 /* The relative-error bound for outputs computed from inputs of this type. */
 double tu_tolerance(dnnjit_data_type_t io_type);
 /* Builds the graph with the given modes, then for EVERY plan: fresh random inputs in

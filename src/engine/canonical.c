@@ -18,7 +18,7 @@ _Static_assert(sizeof(dnnjit__tensor_t) == 200, "a tensor field is missing from 
 _Static_assert(sizeof(dnnjit__node_t) == 120, "a node field is missing from canonical.c's print");
 _Static_assert(sizeof(dnnjit__group_t) == 64, "a group field is missing from canonical.c's print");
 _Static_assert(sizeof(struct dnnjit_graph) == 2144, "a graph field is missing from canonical.c's print");
-_Static_assert(sizeof(struct dnnjit_handle) == 785, "a handle field is missing from canonical.c's print");
+_Static_assert(sizeof(struct dnnjit_handle) == 792, "a handle field is missing from canonical.c's print");
 #endif
 
 static void put(XXH3_state_t *st, const void *data, size_t size)
@@ -46,6 +46,7 @@ static dnnjit__jit_key_t print(const dnnjit__canonical_t *c)
     if (g->handle) {
         put_string(&st, g->handle->arch);
         put(&st, &g->handle->has_device, sizeof g->handle->has_device);
+        put(&st, &g->handle->launch_flags, sizeof g->handle->launch_flags);
         put_string(&st, g->handle->device_name);
         put_string(&st, g->handle->no_device_reason);
     }

@@ -183,7 +183,7 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
      * finished: its blocks then start as the other's leave the SMs. A cooperative kernel is
      * launched without it (its blocks must all be resident at once, which the driver checks
      * at the launch). */
-    const unsigned dependent = dnnjit__arch_number(g->handle->arch) >= 90 ? DNNJIT__LAUNCH_DEPENDENT : 0;
+    const unsigned dependent = g->handle->launch_flags;
     for (int64_t gi = 0; gi < g->jit->partition.group_count; gi++) {
         dnnjit__built_kernel_t *b = &plan->kernels[gi];
         const dnnjit__kernel_t *k = &b->kernel;

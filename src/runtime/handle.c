@@ -3,6 +3,8 @@
  * when something needs it. */
 #include "runtime/runtime.h"
 
+#include "engine/engine.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,7 @@ dnnjit_status_t dnnjit_handle_create(dnnjit_handle_t *out)
     if (!s)
         s = dnnjit__driver_current_device_name(h->device_name, sizeof h->device_name);
     h->has_device = !s;
+    h->launch_flags = !s && dnnjit__arch_number(h->arch) >= 90 ? DNNJIT__LAUNCH_DEPENDENT : 0;
     if (s) {
         snprintf(h->no_device_reason, sizeof h->no_device_reason, "%s", dnnjit_last_error());
         h->arch[0] = '\0';

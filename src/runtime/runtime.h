@@ -8,6 +8,9 @@
 struct dnnjit_handle {
     char arch[DNNJIT__ARCH_LEN]; /* "" when there is no device and none was named */
     bool has_device;
+    /* DNNJIT__LAUNCH_DEPENDENT where the device is sm_90 or later (see execute), else 0:
+     * decided once here rather than from `arch` at every execute. */
+    unsigned launch_flags;
     char device_name[256]; /* the device's name when there is one (it keys autotune choices), else "" */
     char no_device_reason[512]; /* why execute is impossible, when it is */
 };
