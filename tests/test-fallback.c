@@ -66,16 +66,8 @@ static int64_t check_graph(dnnjit_graph_t g, const char *expect)
         assert_non_null(strstr(k1.source, k1.entry));
         expected |= expect && strstr(k1.source, expect);
         assert_true(engine->cost(g, grp, 0) > 0);
-        for (int a = 0; a < 2; a++) {
-            const char *arch = a ? "sm_90a" : "sm_80";
-            void *cubin = NULL;
-            size_t size = 0;
-            dnnjit_status_t s = dnnjit__nvrtc_compile(k1.source, k1.entry, arch, NULL, &cubin, &size);
-            if (s != DNNJIT_STATUS_SUCCESS)
-                fail_msg("%s for %s: %s\n--- source ---\n%s", k1.entry, arch, dnnjit_last_error(), k1.source);
-            assert_true(size > 0);
-            free(cubin);
-        }
+        tu_compile_kernel(&k1, "sm_80", NULL, NULL);
+        tu_compile_kernel(&k1, "sm_90a", NULL, NULL);
         dnnjit__kernel_free(&k1);
         dnnjit__kernel_free(&k2);
     }

@@ -46,20 +46,12 @@ static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, dnnjit_data_type_t io, dnnji
     return g;
 }
 
-/* Compiles a kernel for sm_90a; the CUBIN is returned when `cubin` is not NULL. */
+/* Compiles a kernel for sm_90a with its own NVRTC option (ptxas at -O2), as a build does;
+ * the CUBIN is returned when `cubin` is not NULL. */
 static void compile(const dnnjit__kernel_t *k, void **cubin, size_t *size)
 {
-    void *bin = NULL;
-    size_t n = 0;
-    if (dnnjit__nvrtc_compile(k->source, k->entry, "sm_90a", NULL, &bin, &n) != DNNJIT_STATUS_SUCCESS)
-        fail_msg("%s for sm_90a: %s", k->entry, dnnjit_last_error());
-    assert_true(n > 0);
-    if (cubin) {
-        *cubin = bin;
-        *size = n;
-    } else {
-        free(bin);
-    }
+    assert_string_equal(k->compile_option, DNNJIT__PTXAS_O2);
+    tu_compile_kernel(k, "sm_90a", cubin, size);
 }
 
 /* The engine's verdict on knob `knob` for the graph's one group on sm_90a: the knob's name,

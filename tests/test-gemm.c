@@ -39,18 +39,11 @@ static dnnjit_graph_t gemm_graph(dnnjit_handle_t h, dnnjit_data_type_t io, dnnji
     return g;
 }
 
+/* With the kernel's own NVRTC option, as a build compiles it: ptxas at -O2. */
 static void compile_for(const dnnjit__kernel_t *k, const char *arch)
 {
-    void *cubin = NULL;
-    size_t size = 0;
-    /* With the kernel's own NVRTC option, as a build compiles it. */
-    const char *const extra[1] = {k->compile_option};
-    const dnnjit__compile_options_t options = {.extra = extra, .extra_count = 1};
-    assert_non_null(k->compile_option);
-    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, &options, &cubin, &size) != DNNJIT_STATUS_SUCCESS)
-        fail_msg("%s for %s: %s", k->entry, arch, dnnjit_last_error());
-    assert_true(size > 0);
-    free(cubin);
+    assert_string_equal(k->compile_option, DNNJIT__PTXAS_O2);
+    tu_compile_kernel(k, arch, NULL, NULL);
 }
 
 /* Every knob the engine takes for the graph's one group: generated twice to the same bytes

@@ -1,5 +1,7 @@
 #include "util.h"
 
+#include "jit/jit.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,24 @@ dnnjit__partition_t tu_partition(dnnjit_graph_t g)
     TU_OK(dnnjit_graph_validate(g));
     TU_OK(dnnjit__partition(g, &p));
     return p;
+}
+
+void tu_compile_kernel(const dnnjit__kernel_t *k, const char *arch, void **cubin, size_t *size)
+{
+    const char *const extra[1] = {k->compile_option};
+    const dnnjit__compile_options_t options = {.extra = extra, .extra_count = 1};
+    void *bin = NULL;
+    size_t n = 0;
+    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, k->compile_option ? &options : NULL, &bin, &n) !=
+        DNNJIT_STATUS_SUCCESS)
+        fail_msg("%s for %s: %s\n--- source ---\n%s", k->entry, arch, dnnjit_last_error(), k->source);
+    assert_true(n > 0);
+    if (cubin) {
+        *cubin = bin;
+        *size = n;
+    } else {
+        free(bin);
+    }
 }
 
 bool tu_has_tensor(const dnnjit_tensor_t *list, int64_t n, dnnjit_tensor_t t)

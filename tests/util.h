@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "dnnjit.h"
+#include "engine/engine.h"
 #include "fusion/fusion.h"
 #include "layout.h"
 
@@ -51,6 +52,11 @@ dnnjit__partition_t tu_partition(dnnjit_graph_t g);
 
 /* Whether t is among the n tensors of list. */
 bool tu_has_tensor(const dnnjit_tensor_t *list, int64_t n, dnnjit_tensor_t t);
+
+/* Compiles kernel k for `arch` with its own NVRTC option (if any), as a build does, failing
+ * the test with NVRTC's message and the source otherwise. The CUBIN is returned in *cubin
+ * (free with free()) when `cubin` is not NULL, and dropped otherwise. */
+void tu_compile_kernel(const dnnjit__kernel_t *k, const char *arch, void **cubin, size_t *size);
 
 /* Makes the plan list of one heuristic mode and returns its first plan's name (free with
  * dnnjit_free). */

@@ -52,14 +52,6 @@ enum {
     EPI_PAD = 8,
 };
 
-/* ptxas at -O2 instead of its default -O3: measured on NVRTC 13 for sm_90a, the main loops
- * come out the same or a few instructions shorter (128x256x32: 152 instead of 157 per K tile
- * on the fast path; 128x256x64: 253 instead of 255) while a 128x256 kernel compiles in about
- * 0.6 of the time. -O1 compiles faster still but, on the H200, ran the exact fp32 plan
- * (three TF32 products, 64x128x32) at 4096^3 5.5% slower and 128x128x64 bf16 2% slower
- * (128x256 tiles, the seeds' 32x32 ones: the same). */
-#define GEMM_PTXAS_OPTION "--ptxas-options=-O2"
-
 /* Split-K partial sums beyond this are refused: the workspace would dwarf the output. */
 #define MAX_SCRATCH_BYTES ((int64_t)256 << 20)
 
@@ -610,7 +602,7 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->block[0] = (unsigned)threads_of(&kn);
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&p, &kn);
-    k->compile_option = GEMM_PTXAS_OPTION;
+    k->compile_option = DNNJIT__PTXAS_O2;
     return DNNJIT_STATUS_SUCCESS;
 }
 

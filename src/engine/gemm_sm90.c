@@ -936,6 +936,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->block[0] = THREADS;
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&kn);
+    k->compile_option = DNNJIT__PTXAS_O2;
     k->tma_count = kn.tma_store ? 3 : 2;
     k->tma[0] = tma_of(&p, &p.a, a_box_rows(&p), slot_a, k->scratch_slot);
     k->tma[1] = tma_of(&p, &p.b, b_box_rows(&kn), slot_b, k->scratch_slot);
