@@ -52,12 +52,13 @@ bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, const struct dnnj
  * NVRTC 13 for sm_90a: the sm_90 engine's kernels come out instruction for instruction the
  * same (180 kernels: the 80 plans of 4096^3 bf16, 52 of 8x4096^3 bmm + bias + relu, the
  * first six of the fp8, linear-layer, seed, unaligned and fp32 GEMMs) in about three
- * quarters of the compile time (4096^3's 128x256 kernel: 260 ms against 348 locally); the
- * sm_80 engine's main loops the same or a few instructions shorter (128x256x32: 152 instead
- * of 157 per K tile on the fast path; 128x256x64: 253 instead of 255) in about 0.6 of the
- * time. -O1 compiles faster still but, on the H200, ran the exact fp32 plan (three TF32
- * products, 64x128x32) at 4096^3 5.5% slower and 128x128x64 bf16 2% slower, and the sm_90
- * engine's linear layers 3-7% slower. */
+ * quarters of the compile time on the machine that builds this repository (4096^3's
+ * 128x256 kernel: 260 ms against 348), though both levels took the same on the H200's host
+ * (212-242 ms); the sm_80 engine's main loops the same or a few instructions shorter
+ * (128x256x32: 152 instead of 157 per K tile on the fast path; 128x256x64: 253 instead of
+ * 255) in about 0.6 of the time. -O1 compiles faster still but, on the H200, ran the exact
+ * fp32 plan (three TF32 products, 64x128x32) at 4096^3 5.5% slower and 128x128x64 bf16 2%
+ * slower, and the sm_90 engine's linear layers 3-7% slower. */
 #define DNNJIT__PTXAS_O2 "--ptxas-options=-O2"
 
 typedef struct dnnjit__kernel {
