@@ -60,11 +60,10 @@ dnnjit__partition_t tu_partition(dnnjit_graph_t g)
 
 void tu_compile_kernel(const dnnjit__kernel_t *k, const char *arch, void **cubin, size_t *size)
 {
-    const char *const extra[1] = {k->compile_option};
-    const dnnjit__compile_options_t options = {.extra = extra, .extra_count = 1};
+    dnnjit__compile_options_t options;
     void *bin = NULL;
     size_t n = 0;
-    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, k->compile_option ? &options : NULL, &bin, &n) !=
+    if (dnnjit__nvrtc_compile(k->source, k->entry, arch, dnnjit__kernel_options(k, &options), &bin, &n) !=
         DNNJIT_STATUS_SUCCESS)
         fail_msg("%s for %s: %s\n--- source ---\n%s", k->entry, arch, dnnjit_last_error(), k->source);
     assert_true(n > 0);

@@ -125,6 +125,12 @@ typedef struct dnnjit__engine {
 
 void dnnjit__kernel_free(dnnjit__kernel_t *k);
 
+/* The NVRTC options a build compiles kernel k with (its one extra option), filled in
+ * *storage, or NULL when it has none. */
+struct dnnjit__compile_options;
+const struct dnnjit__compile_options *dnnjit__kernel_options(const dnnjit__kernel_t *k,
+                                                             struct dnnjit__compile_options *storage);
+
 /* The number of an architecture's name, e.g. 90 for "sm_90a"; 0 for anything else. */
 int dnnjit__arch_number(const char *arch);
 

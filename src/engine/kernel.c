@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include "jit/jit.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,12 @@ void dnnjit__kernel_free(dnnjit__kernel_t *k)
 {
     free(k->source);
     *k = (dnnjit__kernel_t){0};
+}
+
+const dnnjit__compile_options_t *dnnjit__kernel_options(const dnnjit__kernel_t *k, dnnjit__compile_options_t *storage)
+{
+    *storage = (dnnjit__compile_options_t){.extra = &k->compile_option, .extra_count = 1};
+    return k->compile_option ? storage : NULL;
 }
 
 int dnnjit__arch_number(const char *arch)

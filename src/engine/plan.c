@@ -549,13 +549,6 @@ dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_
     return s;
 }
 
-/* A kernel's NVRTC options (its engine's one extra option) in *storage, or NULL for none. */
-static const dnnjit__compile_options_t *kernel_options(const dnnjit__kernel_t *k, dnnjit__compile_options_t *storage)
-{
-    *storage = (dnnjit__compile_options_t){.extra = &k->compile_option, .extra_count = 1};
-    return k->compile_option ? storage : NULL;
-}
-
 static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const char *arch, bool has_device)
 {
     if (plan->built)
@@ -565,7 +558,7 @@ static dnnjit_status_t build_plan(dnnjit_graph_t g, dnnjit__plan_t *plan, const 
         dnnjit__built_kernel_t *b = &plan->kernels[i];
         dnnjit__jit_key_t key;
         dnnjit__compile_options_t options;
-        s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, kernel_options(&b->kernel, &options),
+        s = dnnjit__jit_get_cubin(b->kernel.source, b->kernel.entry, arch, dnnjit__kernel_options(&b->kernel, &options),
                                   &b->cubin, &b->cubin_size, &key);
         if (!s && has_device)
             s = dnnjit__plan_load_kernel(b, key);
@@ -607,7 +600,7 @@ static void precompile_plans(dnnjit_graph_t g, const char *arch, int64_t threads
             continue;
         for (int64_t i = 0; i < groups; i++, count++) {
             const dnnjit__kernel_t *k = &plan->kernels[i].kernel;
-            jobs[count] = (dnnjit__jit_job_t){k->source, k->entry, kernel_options(k, &options[count])};
+            jobs[count] = (dnnjit__jit_job_t){k->source, k->entry, dnnjit__kernel_options(k, &options[count])};
         }
     }
     if (jobs && options)
