@@ -11,13 +11,6 @@
 /* Executes in a chain; sets of buffers run back to back. */
 enum { CHAIN = 64, SETS = 6 };
 
-static uint64_t uid_of(dnnjit_graph_t g, dnnjit_tensor_t t)
-{
-    dnnjit_tensor_info_t info;
-    TU_OK(dnnjit_tensor_get_info(g, t, &info));
-    return info.uid;
-}
-
 /* y = x + one on 4096 x 4096 floats (64 MB, tens of microseconds a call: many waves of
  * blocks, so a kernel that read early would read the previous kernel's output half
  * written), executed CHAIN times, each call's output the next one's input. The values are
@@ -49,9 +42,9 @@ static void chain_on(dnnjit__cu_stream_t stream, const char *label)
     GB_CU(cu->cuMemsetD32Async(buf[1], 0x7fc00000u, count, NULL)); /* NaN */
     GB_CU(cu->cuStreamSynchronize(NULL));
     for (int i = 0; i < CHAIN; i++) {
-        dnnjit_variant_t pack[] = {{uid_of(g, x), (void *)(uintptr_t)buf[i % 2]},
-                                   {uid_of(g, one), (void *)(uintptr_t)d_one},
-                                   {uid_of(g, y), (void *)(uintptr_t)buf[(i + 1) % 2]}};
+        dnnjit_variant_t pack[] = {{tu_uid(g, x), (void *)(uintptr_t)buf[i % 2]},
+                                   {tu_uid(g, one), (void *)(uintptr_t)d_one},
+                                   {tu_uid(g, y), (void *)(uintptr_t)buf[(i + 1) % 2]}};
         TU_OK(dnnjit_graph_execute(g, pack, 3, NULL, stream));
     }
     GB_CU(cu->cuStreamSynchronize(stream));

@@ -843,13 +843,6 @@ static void compute_type_defaults(void **state)
 
 /* ---- uids --------------------------------------------------------------------------------- */
 
-static int64_t uid_of(dnnjit_graph_t g, dnnjit_tensor_t t)
-{
-    int64_t uid;
-    TU_OK(dnnjit_tensor_get_uid(g, t, &uid));
-    return uid;
-}
-
 static dnnjit_tensor_t tensor_with_uid(dnnjit_graph_t g, const char *name, int64_t uid)
 {
     dnnjit_tensor_t t;
@@ -884,14 +877,14 @@ static void uids_assigned_around_user_uids(void **state)
     int total = 2 * n - 1;
     FINISH(g, acc);
     for (int i = 0; i < n_user; i++)
-        assert_int_equal(uid_of(g, ids[i]), user[i]);
+        assert_int_equal(tu_uid(g, ids[i]), user[i]);
     for (int i = 0; i < total; i++)
         for (int j = i + 1; j < total; j++)
-            if (uid_of(g, ids[i]) == uid_of(g, ids[j]))
-                fail_msg("tensors %u and %u share uid %lld", ids[i], ids[j], (long long)uid_of(g, ids[i]));
+            if (tu_uid(g, ids[i]) == tu_uid(g, ids[j]))
+                fail_msg("tensors %u and %u share uid %lld", ids[i], ids[j], (long long)tu_uid(g, ids[i]));
     for (int i = 0; i < total; i++) {
         dnnjit_tensor_t found;
-        TU_OK(dnnjit_graph_find_tensor_by_uid(g, uid_of(g, ids[i]), &found));
+        TU_OK(dnnjit_graph_find_tensor_by_uid(g, tu_uid(g, ids[i]), &found));
         assert_int_equal(found, ids[i]);
         assert_true(info_of(g, ids[i]).has_uid);
     }
@@ -906,13 +899,13 @@ static void uid_from_get_uid_is_stable(void **state)
     dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
     dnnjit_tensor_t a = input(g, "A", 2, TU_DIMS(2, 2), NULL);
     assert_false(info_of(g, a).has_uid);
-    int64_t ua = uid_of(g, a);
+    int64_t ua = tu_uid(g, a);
     assert_true(info_of(g, a).has_uid);
-    assert_int_equal(uid_of(g, a), ua);
+    assert_int_equal(tu_uid(g, a), ua);
     dnnjit_tensor_t c = matmul(g, a, a);
     FINISH(g, c);
-    assert_int_equal(uid_of(g, a), ua);
-    assert_int_not_equal(uid_of(g, c), ua);
+    assert_int_equal(tu_uid(g, a), ua);
+    assert_int_not_equal(tu_uid(g, c), ua);
     /* A later tensor cannot take the uid. */
     dnnjit_tensor_t t;
     TU_FAILS(dnnjit_graph_tensor(g, &(dnnjit_tensor_desc_t){.name = "late", .ndim = 1, .dim = TU_DIMS(1),
@@ -967,10 +960,10 @@ static void set_uid_changes_uid(void **state)
     TU_OK(dnnjit_tensor_set_uid(g, a, 42));
     TU_OK(dnnjit_tensor_set_uid(g, a, 42));
     TU_OK(dnnjit_tensor_set_uid(g, a, 0));
-    assert_int_equal(uid_of(g, a), 0);
+    assert_int_equal(tu_uid(g, a), 0);
     TU_OK(dnnjit_tensor_set_uid(g, b, 42)); /* 42 is free again */
     TU_FAILS(dnnjit_tensor_set_uid(g, b, 0), DNNJIT_STATUS_BAD_PARAM, "uid 0 is already used by tensor \"A\"");
-    assert_int_equal(uid_of(g, b), 42);
+    assert_int_equal(tu_uid(g, b), 42);
     dnnjit_graph_destroy(g);
 }
 
@@ -1129,7 +1122,7 @@ static void seed000_batch_matmul(void **state)
     assert_false(ci.is_pass_by_value);
     assert_string_equal(g->nodes[0].name, "0");
     assert_int_equal(g->nodes[0].compute_type, DNNJIT_DATA_TYPE_FLOAT);
-    int64_t ua = uid_of(g, a), ub = uid_of(g, b), uc = uid_of(g, c);
+    int64_t ua = tu_uid(g, a), ub = tu_uid(g, b), uc = tu_uid(g, c);
     assert_true(ua != ub && ub != uc && ua != uc);
     dnnjit_graph_attr_t attr;
     TU_OK(dnnjit_graph_get_attr(g, &attr));
@@ -1195,11 +1188,11 @@ static void seed004_matmul_bias_defaults_and_uids(void **state)
     TYPE(g, ab, DNNJIT_DATA_TYPE_FLOAT);
     TYPE(g, c, DNNJIT_DATA_TYPE_HALF);
     SHAPE(g, c, 3, TU_DIMS(B, M, N), TU_DIMS(M * N, N, 1));
-    assert_int_equal(uid_of(g, a), 0);
-    assert_int_equal(uid_of(g, b), 1);
-    assert_int_equal(uid_of(g, d), 2);
-    assert_int_equal(uid_of(g, c), 3);
-    int64_t uab = uid_of(g, ab);
+    assert_int_equal(tu_uid(g, a), 0);
+    assert_int_equal(tu_uid(g, b), 1);
+    assert_int_equal(tu_uid(g, d), 2);
+    assert_int_equal(tu_uid(g, c), 3);
+    int64_t uab = tu_uid(g, ab);
     assert_true(uab < 0 || uab > 3);
     dnnjit_graph_destroy(g);
 }
@@ -1247,7 +1240,7 @@ static void seed004_sdpa(void **state)
         SHAPE(g, stats, 4, TU_DIMS(b, h, s_q, 1), TU_DIMS(h * s_q, s_q, 1, 1));
         TYPE(g, o, DNNJIT_DATA_TYPE_BFLOAT16);
         TYPE(g, stats, DNNJIT_DATA_TYPE_BFLOAT16);
-        assert_int_equal(uid_of(g, stats), 4);
+        assert_int_equal(tu_uid(g, stats), 4);
         assert_true(g->nodes[0].attr.sdpa.use_causal_mask);
         assert_true(g->nodes[0].attr.sdpa.attn_scale == 0.125);
         dnnjit_graph_destroy(g);

@@ -75,6 +75,13 @@ void tu_compile_kernel(const dnnjit__kernel_t *k, const char *arch, void **cubin
     }
 }
 
+int64_t tu_uid(dnnjit_graph_t g, dnnjit_tensor_t t)
+{
+    int64_t uid;
+    TU_OK(dnnjit_tensor_get_uid(g, t, &uid));
+    return uid;
+}
+
 bool tu_has_tensor(const dnnjit_tensor_t *list, int64_t n, dnnjit_tensor_t t)
 {
     for (int64_t i = 0; i < n; i++)

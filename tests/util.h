@@ -50,6 +50,9 @@ dnnjit_tensor_t tu_output(dnnjit_graph_t g, dnnjit_tensor_t t);
 /* Validates the graph and returns its partition into fusion groups. */
 dnnjit__partition_t tu_partition(dnnjit_graph_t g);
 
+/* t's uid (asserting the lookup succeeds). */
+int64_t tu_uid(dnnjit_graph_t g, dnnjit_tensor_t t);
+
 /* Whether t is among the n tensors of list. */
 bool tu_has_tensor(const dnnjit_tensor_t *list, int64_t n, dnnjit_tensor_t t);
 

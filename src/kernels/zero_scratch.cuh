@@ -1,4 +1,4 @@
-// Appended to every kernel whose scratch begins with counters that must read zero when it
+// Appended (after common.cuh, which it uses) to every kernel whose scratch begins with counters that must read zero when it
 // starts (split-K arrivals, a fused norm backward's tickets; see dnnjit__kernel_t's
 // scratch_zero_bytes): execute launches this kernel just before it, rather than a memset,
 // which on sm_90 would end the overlap of dependent launches (dj_grid_dependency). It waits
@@ -11,9 +11,7 @@
 // norm backward (clusters of 8 blocks) went from 258 to 272 us a call.
 extern "C" __global__ void __launch_bounds__(256) dj_zero_scratch(unsigned *words, dj_i64 count)
 {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\ngriddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+    dj_grid_dependency();
     for (dj_i64 i = (dj_i64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (dj_i64)gridDim.x * blockDim.x)
         words[i] = 0u;
 }
