@@ -25,8 +25,7 @@ static double run_once(dnnjit_graph_t g)
 
 static dnnjit_graph_t seed000(void)
 {
-    dnnjit_graph_t g = tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 4, 64, 128, 64);
-    return g;
+    return tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 4, 64, 128, 64);
 }
 
 /* y = sigmoid(a * s + b), s a pass-by-value float. */
@@ -62,8 +61,7 @@ static dnnjit_graph_t two_kernels(void)
 /* A long-K product, built on a split-K plan (scratch workspace and zeroed counters). */
 static dnnjit_graph_t split_k(void)
 {
-    dnnjit_graph_t g = tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 1, 64, 4096, 64);
-    return g;
+    return tu_gpu_matmul_graph(DNNJIT_DATA_TYPE_HALF, 1, 64, 4096, 64);
 }
 
 static dnnjit_graph_t (*const makers[])(void) = {seed000, pointwise, two_kernels, split_k};
