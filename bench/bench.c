@@ -836,11 +836,13 @@ typedef enum row_bench_op {
     ROW_SOFTMAX_BACKWARD,
     ROW_LAYERNORM_BACKWARD,
     ROW_RMSNORM_BACKWARD,
+    ROW_COLUMN_SUM, /* the sum over the rows, as of a bias gradient */
     ROW_BENCH_OP_COUNT
 } row_bench_op_t;
 
-static const char *const row_bench_names[ROW_BENCH_OP_COUNT] = {
-    "softmax_fwd", "layernorm_fwd", "rmsnorm_fwd", "add_rmsnorm", "softmax_bwd", "layernorm_bwd", "rmsnorm_bwd"};
+static const char *const row_bench_names[ROW_BENCH_OP_COUNT] = {"softmax_fwd", "layernorm_fwd", "rmsnorm_fwd",
+                                                                "add_rmsnorm", "softmax_bwd",   "layernorm_bwd",
+                                                                "rmsnorm_bwd", "column_sum"};
 
 static dnnjit_tensor_t row_tensor(dnnjit_graph_t g, const char *name, int64_t rows, int64_t cols,
                                   dnnjit_data_type_t type)
@@ -854,7 +856,8 @@ static dnnjit_tensor_t row_tensor(dnnjit_graph_t g, const char *name, int64_t ro
 
 /* The graph of one case, as torch computes it in bench/run.py: forward norms without
  * statistics (F.layer_norm, F.rms_norm), add + RMS norm writing the sum and the norm,
- * backwards from saved FLOAT statistics with every parameter gradient. */
+ * backwards from saved FLOAT statistics with every parameter gradient, the column sum
+ * (x.sum(0)) in the io type. */
 static dnnjit_graph_t row_bench_graph(dnnjit_handle_t h, row_bench_op_t op, int64_t rows, int64_t cols,
                                       dnnjit_data_type_t io)
 {
@@ -863,9 +866,12 @@ static dnnjit_graph_t row_bench_graph(dnnjit_handle_t h, row_bench_op_t op, int6
                                                          .intermediate_data_type = DNNJIT_DATA_TYPE_FLOAT},
                               &g));
     dnnjit_tensor_t x = row_tensor(g, "x", rows, cols, 0), out[3] = {0, 0, 0};
-    dnnjit_tensor_t w = op == ROW_SOFTMAX || op == ROW_SOFTMAX_BACKWARD ? 0 : row_tensor(g, "w", 1, cols, 0);
-    dnnjit_tensor_t dy = op >= ROW_SOFTMAX_BACKWARD ? row_tensor(g, "dy", rows, cols, 0) : 0;
-    dnnjit_tensor_t inv = op >= ROW_LAYERNORM_BACKWARD ? row_tensor(g, "inv", rows, 1, DNNJIT_DATA_TYPE_FLOAT) : 0;
+    bool weighted = op != ROW_SOFTMAX && op != ROW_SOFTMAX_BACKWARD && op != ROW_COLUMN_SUM;
+    bool backward = op == ROW_SOFTMAX_BACKWARD || op == ROW_LAYERNORM_BACKWARD || op == ROW_RMSNORM_BACKWARD;
+    dnnjit_tensor_t w = weighted ? row_tensor(g, "w", 1, cols, 0) : 0;
+    dnnjit_tensor_t dy = backward ? row_tensor(g, "dy", rows, cols, 0) : 0;
+    dnnjit_tensor_t inv =
+        backward && op != ROW_SOFTMAX_BACKWARD ? row_tensor(g, "inv", rows, 1, DNNJIT_DATA_TYPE_FLOAT) : 0;
     switch (op) {
     case ROW_SOFTMAX:
         CHECK(dnnjit_graph_softmax(g, x, NULL, &out[0], NULL, NULL));
@@ -888,8 +894,12 @@ static dnnjit_graph_t row_bench_graph(dnnjit_handle_t h, row_bench_op_t op, int6
         CHECK(dnnjit_graph_layernorm_backward(g, dy, x, w, row_tensor(g, "mean", rows, 1, DNNJIT_DATA_TYPE_FLOAT), inv,
                                               NULL, &out[0], &out[1], &out[2]));
         break;
-    default:
+    case ROW_RMSNORM_BACKWARD:
         CHECK(dnnjit_graph_rmsnorm_backward(g, dy, x, w, inv, NULL, &out[0], &out[1], NULL));
+        break;
+    default:
+        CHECK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_ADD, .axes = 1},
+                                     &out[0]));
         break;
     }
     for (int i = 0; i < 3; i++)

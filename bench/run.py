@@ -589,12 +589,12 @@ def readme_figure(result, source, readme_dir, old_block):
 ROW_SHAPES = [("32768x4096", 32768, 4096, "bf16"), ("32768x1000", 32768, 1000, "fp16"),
               ("4096x32768", 4096, 32768, "bf16")]
 ROW_OPS = ["softmax_fwd", "layernorm_fwd", "rmsnorm_fwd", "add_rmsnorm", "softmax_bwd", "layernorm_bwd",
-           "rmsnorm_bwd"]
+           "rmsnorm_bwd", "column_sum"]
 
 
 def rows_peers():
     """torch on dnnjit-bench's row cases (`rows/<op>/<shape>/<type>`): eager for every op,
-    torch.compile for add + RMS norm; backwards through autograd from a kept forward graph
+    torch.compile for add + RMS norm and the column sum; backwards through autograd from a kept forward graph
     (torch's backward kernels from the saved statistics, as dnnjit's graphs take them)."""
     import torch
     import torch.nn.functional as F
@@ -610,6 +610,7 @@ def rows_peers():
             return h, F.rms_norm(h, (cols,), w, 1e-5)
 
         compiled = torch.compile(add_rmsnorm)
+        compiled_sum = torch.compile(lambda x: x.sum(0))
         xg, wg, bg = (t.detach().requires_grad_() for t in (x, w, b))
         softmax_y = torch.softmax(xg, -1)
         layernorm_y = F.layer_norm(xg, (cols,), wg, bg, 1e-5)
@@ -622,11 +623,14 @@ def rows_peers():
             "softmax_bwd": lambda: torch.autograd.grad(softmax_y, xg, dy, retain_graph=True),
             "layernorm_bwd": lambda: torch.autograd.grad(layernorm_y, (xg, wg, bg), dy, retain_graph=True),
             "rmsnorm_bwd": lambda: torch.autograd.grad(rmsnorm_y, (xg, wg), dy, retain_graph=True),
+            "column_sum": lambda: x.sum(0),
         }
         for op in ROW_OPS:
             times = {"torch_eager_us": time_us(eager[op])}
             if op == "add_rmsnorm":
                 times["torch_compile_us"] = time_us(lambda: compiled(x, r, w))
+            if op == "column_sum":
+                times["torch_compile_us"] = time_us(lambda: compiled_sum(x))
             peers[f"rows/{op}/{shape}/{io}"] = times
         del x, r, dy, w, b, xg, wg, bg, softmax_y, layernorm_y, rmsnorm_y
         torch.cuda.empty_cache()

@@ -1,7 +1,7 @@
 /* GPU: the rows engine against the float64 reference executor on fresh random data with
  * outputs poisoned with NaN: every row op, phase and io type at odd widths (1, 7, 77,
- * 1000, 4097), long rows (register and stream plans), statistics outputs, and fused
- * prologues and epilogues. For each graph the plan mode A puts first and the one mode B
+ * 1000, 4097), long rows (register and stream plans), statistics outputs, fused prologues
+ * and epilogues, and reductions over the outer axes. For each graph the plan mode A puts first and the one mode B
  * puts first run, and mode FALLBACK's; for one width per op every plan of the rows engine
  * runs. Relative error ||out - ref|| / ||ref|| must stay under 1e-5 for FLOAT and 1e-2 for
  * HALF and BFLOAT16 inputs; NaN fails. Skipped (77) without a GPU. */
@@ -176,6 +176,22 @@ static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, dnnjit_
     check(g, mul ? 0.99 : -1.0, mul ? 1.01 : 1.0, tu_tolerance(io), sweep, label);
 }
 
+/* A reduction of x [rows, cols] (strides `stride`, NULL: packed) over axis 0: one result
+ * per column. */
+static void column_reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, const int64_t *stride,
+                             dnnjit_reduction_mode_t mode, bool sweep)
+{
+    dnnjit_graph_t g = tu_gpu_graph(io);
+    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), stride, 0), y;
+    TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = 1}, &y));
+    tu_output(g, y);
+    char label[96];
+    snprintf(label, sizeof label, "column reduction %s %s %lldx%lld%s", dnnjit_reduction_mode_name(mode),
+             dnnjit_data_type_name(io), (long long)rows, (long long)cols, stride ? " strided" : "");
+    bool mul = mode == DNNJIT_REDUCTION_MUL;
+    check(g, mul ? 0.99 : -1.0, mul ? 1.01 : 1.0, tu_tolerance(io), sweep, label);
+}
+
 /* ---- every op, phase, type and width ------------------------------------------------ */
 
 static void softmax_all(void **state)
@@ -223,6 +239,41 @@ static void reductions_all(void **state)
         for (int w = 0; w < WIDTH_COUNT; w++)
             reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], (dnnjit_reduction_mode_t)mode,
                       w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
+}
+
+/* Reductions over the outer axes (column plans): every mode at every width over ROWS rows
+ * (every plan at 1000); more rows, so that each strip of columns is cut into segments whose
+ * results meet in the scratch; rows whose starts are not 16-byte aligned (a stride of 1003
+ * halves), which a vector plan reads one element at a time; two outer axes of three; and a
+ * bias gradient with a prologue and an epilogue, sum(dy * mask) * scale + c. */
+static void column_reductions(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < DNNJIT_REDUCTION_MODE_COUNT_; mode++)
+        for (int w = 0; w < WIDTH_COUNT; w++)
+            column_reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], NULL,
+                             (dnnjit_reduction_mode_t)mode, w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
+    column_reduction(DNNJIT_DATA_TYPE_FLOAT, 20000, 77, NULL, DNNJIT_REDUCTION_ADD, true);
+    column_reduction(DNNJIT_DATA_TYPE_BFLOAT16, 30000, 1000, NULL, DNNJIT_REDUCTION_AVG, true);
+    column_reduction(DNNJIT_DATA_TYPE_HALF, 5001, 4097, NULL, DNNJIT_REDUCTION_NORM2, false);
+    column_reduction(DNNJIT_DATA_TYPE_FLOAT, 3000, 1, NULL, DNNJIT_REDUCTION_MAX, true);
+    column_reduction(DNNJIT_DATA_TYPE_HALF, 2000, 1000, TU_DIMS(1003, 1), DNNJIT_REDUCTION_ADD, true);
+
+    dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_BFLOAT16);
+    dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(3, 700, 1000), NULL, 0), y;
+    TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_AMAX, .axes = 3}, &y));
+    tu_output(g, y);
+    check(g, -1.0, 1.0, 1e-2, true, "column reduction AMAX bf16 3x700x1000 over 2 axes");
+
+    g = tu_gpu_graph(DNNJIT_DATA_TYPE_HALF);
+    dnnjit_tensor_t dy = tu_tensor(g, "dy", 2, TU_DIMS(4000, 1000), NULL, 0);
+    dnnjit_tensor_t mask = tu_tensor(g, "mask", 2, TU_DIMS(4000, 1000), NULL, 0);
+    dnnjit_tensor_t scale = tu_tensor(g, "scale", 2, TU_DIMS(1, 1000), NULL, 0);
+    dnnjit_tensor_t c = tu_tensor(g, "c", 2, TU_DIMS(1, 1000), NULL, 0);
+    TU_OK(dnnjit_graph_reduction(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, dy, mask),
+                                 &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_ADD, .axes = 1}, &y));
+    tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, tu_pointwise(g, DNNJIT_POINTWISE_MUL, y, scale), c));
+    check(g, -1.0, 1.0, 1e-2, true, "masked bias gradient half 4000x1000, scaled");
 }
 
 /* Fused norm backward plans (DSCALE and DBIAS added up by the row blocks) with more rows
@@ -413,7 +464,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(softmax_all),       cmocka_unit_test(norms_all),    cmocka_unit_test(norms_far_from_zero),
         cmocka_unit_test(reductions_all),    cmocka_unit_test(long_rows),    cmocka_unit_test(add_rmsnorm),
         cmocka_unit_test(fused_softmax),     cmocka_unit_test(fused_column_sums), cmocka_unit_test(fused_others),
-        cmocka_unit_test(strided_layouts),
+        cmocka_unit_test(strided_layouts),   cmocka_unit_test(column_reductions),
     };
     int rc = TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
     if (plans_run)

@@ -188,33 +188,45 @@ static void reductions(void **state)
                                      &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_ADD, .axes = inner ? 4 : 1},
                                      &y));
         tu_output(g, tu_pointwise(g, DNNJIT_POINTWISE_ADD, tu_pointwise(g, DNNJIT_POINTWISE_LOG, y, 0), c));
+        /* Over the innermost axis or the outermost one, the exp, the sum, the log and the
+         * add are one row group. */
         dnnjit__partition_t p = groups_of(g);
-        if (inner) {
-            assert_int_equal(p.group_count, 1);
-            assert_int_equal(p.groups[0].kind, DNNJIT__GROUP_ROW);
-            assert_int_equal(p.groups[0].node_count, 4);
-        } else {
-            assert_int_equal(p.group_count, 3);
-            assert_int_equal(p.groups[1].kind, DNNJIT__GROUP_SINGLE);
-        }
+        assert_int_equal(p.group_count, 1);
+        assert_int_equal(p.groups[0].kind, DNNJIT__GROUP_ROW);
+        assert_int_equal(p.groups[0].node_count, 4);
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);
     }
+    /* Over the middle axis of three, it is not a row op. */
+    dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
+    dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(3, 5, 77), NULL, 0), y;
+    TU_OK(dnnjit_graph_reduction(g, tu_pointwise(g, DNNJIT_POINTWISE_EXP, x, 0),
+                                 &(dnnjit_reduction_attr_t){.mode = DNNJIT_REDUCTION_ADD, .axes = 2}, &y));
+    tu_output(g, y);
+    dnnjit__partition_t p = groups_of(g);
+    assert_int_equal(p.group_count, 2);
+    assert_int_equal(p.groups[1].kind, DNNJIT__GROUP_SINGLE);
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
 }
 
 /* Reduced axes of one element do not matter: [4, 1, 6] over axes 1 and 2 (or 2 alone) is
- * a row of 6; over axes 0 and 1 it is not a row, since kept axis 2 comes after axis 0. */
+ * a row of 6; over axes 0 and 1 (or 0 alone) 4 rows whose 6 columns are each reduced, since
+ * kept axis 2 comes after them; [4, 5, 6] over axes 0 and 2 is neither. */
 static void row_geometry(void **state)
 {
     (void)state;
     static const struct {
+        int64_t middle;
         uint32_t axes;
-        bool row;
+        bool row, columns;
         int64_t rows, cols;
-    } cases[] = {{0x6, true, 4, 6}, {0x3, false, 0, 0}, {0x4, true, 4, 6}, {0x7, true, 1, 24}, {0x2, true, 24, 1}};
+    } cases[] = {{1, 0x6, true, false, 4, 6},  {1, 0x3, true, true, 4, 6},   {1, 0x4, true, false, 4, 6},
+                 {1, 0x7, true, false, 1, 24}, {1, 0x2, true, false, 24, 1}, {1, 0x1, true, true, 4, 6},
+                 {5, 0x3, true, true, 20, 6},  {5, 0x5, false, false, 0, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
-        dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(4, 1, 6), NULL, 0), y;
+        dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(4, cases[i].middle, 6), NULL, 0), y;
         TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.axes = cases[i].axes}, &y));
         tu_output(g, y);
         TU_OK(dnnjit_graph_validate(g));
@@ -223,6 +235,7 @@ static void row_geometry(void **state)
         if (cases[i].row) {
             assert_int_equal(geo.rows, cases[i].rows);
             assert_int_equal(geo.cols, cases[i].cols);
+            assert_int_equal(geo.columns, cases[i].columns);
         }
         dnnjit_graph_destroy(g);
     }
@@ -311,6 +324,7 @@ typedef enum op_case {
     OP_RMSNORM,
     OP_LAYERNORM_BACKWARD,
     OP_RMSNORM_BACKWARD,
+    OP_COLUMN_REDUCTION, /* over the rows: one result per column */
     OP_CASE_COUNT
 } op_case_t;
 
@@ -330,9 +344,9 @@ static dnnjit_graph_t op_graph(dnnjit_handle_t h, op_case_t op, dnnjit_data_type
                               &g));
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0);
     dnnjit_tensor_t out[3] = {0, 0, 0};
-    if (op == OP_REDUCTION) {
+    if (op == OP_REDUCTION || op == OP_COLUMN_REDUCTION) {
         TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = variant % DNNJIT_REDUCTION_MODE_COUNT_,
-                                                                      .axes = 2},
+                                                                      .axes = op == OP_REDUCTION ? 2 : 1},
                                      &out[0]));
     } else if (op == OP_SOFTMAX) {
         int stats = variant % 3;
@@ -540,6 +554,9 @@ static void knob_refusals(void **state)
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t128_r1_vec_fused", "need 96 registers"},
         /* 4096 columns in 8 slices of whole 2048-column chunks: 2 slices. */
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, "t256_r1_vec_fused_half_c8", "do not cut into 8"},
+        {OP_COLUMN_REDUCTION, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r2_vec", "runs as column blocks (one element of Y"},
+        {OP_REDUCTION, DNNJIT_DATA_TYPE_HALF, 1000, "t32_r8_vec_columns", "only a reduction over the outer axes"},
+        {OP_COLUMN_REDUCTION, DNNJIT_DATA_TYPE_HALF, 7, "t8_r32_scalar_columns", "8 threads per row would idle"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         dnnjit_graph_t g = op_graph(NULL, cases[i].op, cases[i].io, 8, cases[i].cols, 0);
@@ -993,8 +1010,9 @@ static void run_jobs(job_list_t *list)
     assert_int_equal(failed, 0);
 }
 
-static const char *const op_names[OP_CASE_COUNT] = {"reduction", "softmax", "softmax backward", "layernorm", "rmsnorm",
-                                                    "layernorm backward", "rmsnorm backward"};
+static const char *const op_names[OP_CASE_COUNT] = {"reduction", "softmax", "softmax backward", "layernorm",
+                                                    "rmsnorm", "layernorm backward", "rmsnorm backward",
+                                                    "column reduction"};
 
 /* Every op in every io type with mode A's plan and variant; every op with a part-warp, a
  * block-wide and a stream plan; every knob at least once. */
@@ -1023,6 +1041,8 @@ static void every_template_knob_and_type_compiles(void **state)
             /* Backward ops keep two inputs, so their register rows are half as long; a
              * reduction reads its row once, so its long rows take a register plan. */
             bool backward = op == OP_SOFTMAX_BACKWARD || op == OP_LAYERNORM_BACKWARD || op == OP_RMSNORM_BACKWARD;
+            if (op == OP_COLUMN_REDUCTION)
+                continue; /* column plans only; the loop over knobs below takes them */
             const char *knob = op == OP_REDUCTION && s == 2 ? "t1024_r1_vec" : shapes[s].knob;
             int64_t cols = op == OP_REDUCTION && s == 2 ? 32768 : backward && s < 2 ? shapes[s].cols / 2 : shapes[s].cols;
             dnnjit_graph_t g = op_graph(NULL, op, io_types[(op + s) % IO_TYPE_COUNT], 5, cols, op);
@@ -1030,13 +1050,16 @@ static void every_template_knob_and_type_compiles(void **state)
             snprintf(label, sizeof label, "%s %lld", op_names[op], (long long)cols);
             add_jobs(&list, g, knob_named(knob), label);
         }
-    for (int mode = 0; mode < DNNJIT_REDUCTION_MODE_COUNT_; mode++) {
-        dnnjit_graph_t g = op_graph(NULL, OP_REDUCTION, io_types[mode % IO_TYPE_COUNT], 9, 77, mode);
-        char name[64];
-        first_knob(g, name, sizeof name);
-        snprintf(label, sizeof label, "reduction %s", dnnjit_reduction_mode_name(mode));
-        add_jobs(&list, g, knob_named(name), label);
-    }
+    for (int mode = 0; mode < DNNJIT_REDUCTION_MODE_COUNT_; mode++)
+        for (int column = 0; column < 2; column++) {
+            dnnjit_graph_t g =
+                op_graph(NULL, column ? OP_COLUMN_REDUCTION : OP_REDUCTION, io_types[mode % IO_TYPE_COUNT], 9, 77, mode);
+            char name[64];
+            first_knob(g, name, sizeof name);
+            snprintf(label, sizeof label, "%s %s", column ? "column reduction" : "reduction",
+                     dnnjit_reduction_mode_name(mode));
+            add_jobs(&list, g, knob_named(name), label);
+        }
     /* The other knobs: the first row length (from short to long) that each supports. */
     static const int64_t lengths[] = {1, 7, 8, 16, 32, 64, 256, 1000, 2048, 4096, 8192, 16384, 32768, 65536, 262144};
     for (int knob = 0; knob < engine->knob_count; knob++) {

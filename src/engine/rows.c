@@ -1,9 +1,13 @@
 /* The rows engine: row groups (a softmax, layer or RMS norm, either direction, or a
- * reduction over the innermost axes, with its pointwise prologue and epilogue) as one
- * kernel specialised to the row length. Knobs choose the threads per row, the rows per
- * block, vector or scalar access and whether the row stays in registers (one read of each
- * input) or is streamed (read once per pass). The algorithms are src/kernels/rows_*.cuh;
- * rows_emit.c writes the accessors that specialise them.
+ * reduction over the innermost or the outermost axes, with its pointwise prologue and
+ * epilogue) as one kernel specialised to the row length. Knobs choose the threads per row,
+ * the rows per block, vector or scalar access and whether the row stays in registers (one
+ * read of each input) or is streamed (read once per pass). The algorithms are
+ * src/kernels/rows_*.cuh; rows_emit.c writes the accessors that specialise them.
+ *
+ * A reduction over the outermost axes (one result per column, as a bias gradient) runs as
+ * column plans only: blocks of strips of columns and segments of rows, their results
+ * combined in a fixed order (rows_column_reduction.cuh).
  *
  * A norm backward that writes DSCALE or DBIAS sums over the rows as well: fused plans do it
  * in the row blocks as they go (one read of DY and X) when each thread's share of the row
@@ -34,6 +38,8 @@ typedef enum how {
     SPLIT,     /* one-pass ops: each row cut into segments that different blocks reduce */
     FUSED,     /* a norm backward as REGISTERS, its row blocks also adding up DSCALE and DBIAS
                 * (one read of DY and X instead of a second one by column blocks) */
+    COLUMNS,   /* a reduction over the rows (geo.columns): column blocks only, each a strip of
+                * tpr threads across by rpb down (see rows_column_reduction.cuh) */
 } how_t;
 
 typedef struct knob {
@@ -109,6 +115,15 @@ static const knob_t knobs[] = {
      *   (RMS norm 62.0 against 60.9), and once each row waited at its own barrier (1ec84e6)
      *   63.3-64.3 against 63.2-63.3 (RMS norm 61.5-62.0 against 59.3-59.5); four or two rows
      *   a block at 768 threads an SM (80 registers, small spills): 82-87 us. */
+    /* Reductions over the rows: 32 threads across a strip (a warp reads 512 bytes of a row
+     * in 16-byte vectors), 8 or 4 for narrow rows, 1 for a row of a few elements. On the
+     * H200 the sum over 32768 x 4096 bf16 rows took 71.1 us at 32 threads of vectors (3.78
+     * TB/s; torch 78.3), 68.1 at 8, 112-132 one element at a time; over 4096 x 32768 67.6
+     * (3.97 TB/s; torch 72.8) against 84.9 at 8; over 32768 x 1000 fp16 34.8 against 27.4
+     * at 8 (torch 50.3), where 32 threads leave four strips of 128 segments each. */
+    {32, 8, true, COLUMNS, 0, 1, false},   {32, 8, false, COLUMNS, 0, 1, false},
+    {8, 32, true, COLUMNS, 0, 1, false},   {8, 32, false, COLUMNS, 0, 1, false},
+    {4, 64, false, COLUMNS, 0, 1, false},  {1, 256, false, COLUMNS, 0, 1, false},
 };
 
 enum {
@@ -139,6 +154,10 @@ enum {
     MAX_ROW_BLOCKS = 1 << 20,
     /* Work items (rows or row segments) that keep an H200's 132 SMs busy twice over. */
     BUSY_ITEMS = 2 * 132,
+    /* Row segments of a column plan's strip at most, and the rows each of its threads loads
+     * at once (see column_layout). */
+    MAX_COLUMN_SEGMENTS = 128,
+    COLUMN_BATCH = 4,
 };
 
 static int vec_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
@@ -169,6 +188,27 @@ static int64_t chunks_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     int64_t per_pass = (int64_t)kn->tpr * vec_of(pb, kn), seg_cols;
     split_of(pb, kn, &seg_cols);
     return (seg_cols + per_pass - 1) / per_pass;
+}
+
+/* A column plan's strips (tpr vectors of columns each) and the segments of rows each is cut
+ * into, one block per strip and segment: as many segments as keep the blocks within one
+ * wave of 1024 threads on each of an H200's 132 SMs (each thread keeps COLUMN_BATCH rows'
+ * loads in flight: half an SM's threads cover its latency; a second wave a fifth full cost
+ * 4096x32768 bf16 8%), each leaving every thread at least COLUMN_BATCH rows, at most
+ * MAX_COLUMN_SEGMENTS (the block that arrives last at a strip combines the strip's results
+ * of every segment). */
+static void column_layout(const dnnjit__rows_problem_t *pb, const knob_t *kn, int *strip, int64_t *segments,
+                          int64_t *seg_rows)
+{
+    *strip = kn->tpr * vec_of(pb, kn);
+    int64_t strips = (pb->geo.cols + *strip - 1) / *strip, rows = pb->geo.rows;
+    int64_t want = 132 * (1024 / (kn->tpr * kn->rpb)) / strips;
+    int64_t most = (rows + COLUMN_BATCH * kn->rpb - 1) / (COLUMN_BATCH * kn->rpb);
+    int64_t count = want < most ? want : most;
+    count = count < MAX_COLUMN_SEGMENTS ? count : MAX_COLUMN_SEGMENTS;
+    count = count > 1 ? count : 1;
+    *seg_rows = (rows + count - 1) / count;
+    *segments = (rows + *seg_rows - 1) / *seg_rows;
 }
 
 /* Whether the op's full inputs stay in registers across its passes. */
@@ -220,12 +260,18 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
  * then partial results: a fused norm backward's column sums per row group (three counters:
- * role tickets, arrivals and a cluster plan's row tickets), a norm backward's per strip
- * and row segment, or a split row's per segment. No scratch: both 0. */
+ * role tickets, arrivals and a cluster plan's row tickets), a norm backward's or a column
+ * plan's per strip and row segment, or a split row's per segment. No scratch: both 0. */
 static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
     int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
-    if (kn->how == FUSED) {
+    int strip;
+    int64_t segments, seg_rows;
+    column_layout(pb, kn, &strip, &segments, &seg_rows);
+    if (kn->how == COLUMNS) {
+        count = segments > 1 ? (pb->geo.cols + strip - 1) / strip : 0;
+        values = count * segments * strip;
+    } else if (kn->how == FUSED) {
         count = 3;
         values = fused_groups(pb, kn) * 2 * pb->geo.cols;
     } else if (pb->column_role && pb->segments > 1) {
@@ -276,6 +322,11 @@ static bool rows_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
         else if (kn->tpr > vectors)
             snprintf(reason, sizeof reason, "%d threads per row would idle on rows of %lld vectors", kn->tpr,
                      (long long)vectors);
+        else if (pb.geo.columns && kn->how != COLUMNS)
+            snprintf(reason, sizeof reason, "a reduction over the outer axes runs as column blocks (one element "
+                                            "of Y per column)");
+        else if (!pb.geo.columns && kn->how == COLUMNS)
+            snprintf(reason, sizeof reason, "only a reduction over the outer axes runs as column blocks");
         else if (kn->how == SPLIT && pb.kept_inputs > 0)
             snprintf(reason, sizeof reason, "only a one-pass op (a reduction) splits its rows");
         else if (kn->how == SPLIT && pb.geo.rows >= BUSY_ITEMS)
@@ -336,7 +387,11 @@ static void rows_knob_name(int knob, char *buf, size_t size)
     else if (kn->how == FUSED)
         snprintf(fused, sizeof fused, "_fused%s", kn->sm_threads < 1024 ? "_half" : "");
     snprintf(buf, size, "t%d_r%d_%s%s%s%s", kn->tpr, kn->rpb, kn->vector ? "vec" : "scalar",
-             kn->how == STREAM ? "_stream" : kn->how == SPLIT ? "_split" : "", fused, cluster);
+             kn->how == STREAM    ? "_stream"
+             : kn->how == SPLIT   ? "_split"
+             : kn->how == COLUMNS ? "_columns"
+                                  : "",
+             fused, cluster);
 }
 
 /* How far a plan lies from what the H200 measured fastest (dnnjit-bench rows --all-plans,
@@ -361,9 +416,16 @@ static void rows_knob_name(int knob, char *buf, size_t size)
  *   TB/s against 2.23-2.30 (4096-wide bf16, 256 threads) and 2.55-2.65 against 1.78-1.85
  *   (1000-wide fp16, 64 threads).
  * - A cluster plan with its column sums in registers, three quarters of an octave: its
- *   twin with them in shared memory ran 11-12% faster (see the knobs). */
+ *   twin with them in shared memory ran 11-12% faster (see the knobs).
+ * - A column plan (a reduction over the rows) counts its octaves from 32 threads across
+ *   (a warp reading 512 bytes of a row in vectors), or from one thread per vector or
+ *   element of a narrower row. */
 static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
+    if (kn->how == COLUMNS) {
+        double across = (double)((pb->geo.cols + vec_of(pb, kn) - 1) / vec_of(pb, kn));
+        return fabs(log2((double)kn->tpr / (across < 32.0 ? across : 32.0))) + (kn->vector ? 0.0 : 0.5);
+    }
     double preferred = (double)pb->geo.cols / kn->cluster * pb->elem / 32.0;
     preferred = preferred < 1.0 ? 1.0 : preferred > 512.0 ? 512.0 : preferred;
     double octaves = fabs(log2((double)kn->tpr / preferred));
@@ -374,8 +436,9 @@ static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 /* Mode A: split plans (supported only for few long rows, which would otherwise leave most
  * of the GPU idle), then fused ones (which read a norm backward's inputs once rather than
  * twice: at 256 threads 2.51-2.98 TB/s against 2.22-2.34 for the same threads with column
- * blocks), then register plans, then stream plans; within each the smallest penalty,
- * table order among equals. */
+ * blocks), then register plans, then stream plans (and column plans, the only ones a
+ * reduction over the rows has); within each the smallest penalty, table order among
+ * equals. */
 static double rows_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     dnnjit__rows_problem_t pb;
@@ -412,6 +475,18 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
         if (i < grp->input_count && dnnjit__rows_view(&pb, dnnjit__tensor(g, id)).access != DNNJIT__ROWS_ROWCONST)
             row_inputs += tensor_bytes(g, id);
     }
+    if (kn->how == COLUMNS) {
+        /* One read of X, slowed by lanes past the row's end and by blocks too few to fill
+         * the GPU. */
+        int strip;
+        int64_t segments, seg_rows;
+        column_layout(&pb, kn, &strip, &segments, &seg_rows);
+        int64_t strips = (pb.geo.cols + strip - 1) / strip;
+        double used = (double)pb.geo.cols / (double)(strips * strip);
+        double fill = (double)(strips * segments * kn->tpr * kn->rpb) / (132.0 * 1024);
+        fill = fill < 1.0 ? fill : 1.0;
+        return 2.0 + bytes / (3.8e6 * used * fill * pow(0.85, plan_penalty(&pb, kn)));
+    }
     if (kn->how == STREAM) {
         /* Later passes hit L2 while the rows in flight fit in it: blocks of a plan fill an
          * SM up to 2048 threads, on 132 SMs, against about 40 of the 50 MB. */
@@ -440,11 +515,11 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     return 2.0 + (streaming > waiting ? streaming : waiting);
 }
 
-static const char *template_of(dnnjit_op_t op)
+static const char *template_of(const dnnjit__rows_problem_t *pb)
 {
-    switch (op) {
+    switch (pb->op->op) {
     case DNNJIT_OP_REDUCTION:
-        return "rows_reduction.cuh";
+        return pb->geo.columns ? "rows_column_reduction.cuh" : "rows_reduction.cuh";
     case DNNJIT_OP_SOFTMAX:
         return "rows_softmax.cuh";
     case DNNJIT_OP_SOFTMAX_BACKWARD:
@@ -505,9 +580,13 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     int strip_warps = fused_strip_warps(&pb, kn);
     int64_t block_cols = (int64_t)FUSED_STRIP * (kn->tpr * kn->rpb / 32 / strip_warps);
     int64_t fused_clusters = (pb.geo.cols + block_cols * kn->cluster - 1) / (block_cols * kn->cluster);
-    int64_t col_blocks = fused              ? fused_clusters * kn->cluster
-                         : pb.column_role ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments
-                                          : 0;
+    int strip;
+    int64_t segments, seg_rows;
+    column_layout(&pb, kn, &strip, &segments, &seg_rows);
+    int64_t col_blocks = fused                ? fused_clusters * kn->cluster
+                         : kn->how == COLUMNS ? (pb.geo.cols + strip - 1) / strip * segments
+                         : pb.column_role     ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments
+                                              : 0;
     int64_t seg_cols, split = split_of(&pb, kn, &seg_cols), counters, scratch;
     scratch_of(&pb, kn, &counters, &scratch);
     if (scratch) {
@@ -515,7 +594,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
         k->scratch_bytes = scratch;
         k->scratch_zero_bytes = counters * 4;
     }
-    int64_t row_blocks = fused ? fused : (pb.geo.rows * split + kn->rpb - 1) / kn->rpb;
+    int64_t row_blocks = fused ? fused : kn->how == COLUMNS ? 0 : (pb.geo.rows * split + kn->rpb - 1) / kn->rpb;
     row_blocks = row_blocks < MAX_ROW_BLOCKS ? row_blocks : MAX_ROW_BLOCKS;
 
     dnnjit__strbuf_t sb = {0};
@@ -539,11 +618,13 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "[[maybe_unused]] constexpr int DJ_CLUSTER = %d;\n"
                       "[[maybe_unused]] constexpr int DJ_SCRATCH_SLOT = %d;\n"
                       "[[maybe_unused]] constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n"
-                      "[[maybe_unused]] constexpr bool DJ_SHARED_COL_SUMS = %s;\n",
+                      "[[maybe_unused]] constexpr bool DJ_SHARED_COL_SUMS = %s;\n"
+                      "[[maybe_unused]] constexpr bool DJ_COLUMN_OP = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
                       (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, strip_warps, kn->cluster,
-                      k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false");
+                      k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false",
+                      kn->how == COLUMNS ? "true" : "false");
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
      * compiler for; a cluster plan's kernel also names its cluster size. A register plan
      * with little to hold asks for a full SM (see FULL_SM_REGISTERS). Other plans give only
@@ -563,11 +644,18 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     else
         dnnjit__sb_append(&sb, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK)\n");
     emit_op_constants(&sb, &pb);
+    if (kn->how == COLUMNS)
+        dnnjit__sb_printf(&sb,
+                          "[[maybe_unused]] constexpr int DJ_STRIP = %d;\n"
+                          "[[maybe_unused]] constexpr int DJ_SEGMENTS = %lld;\n"
+                          "[[maybe_unused]] constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\n"
+                          "[[maybe_unused]] constexpr int DJ_COLUMN_BATCH = %d;\n",
+                          strip, (long long)segments, (long long)seg_rows, COLUMN_BATCH);
     dnnjit__sb_append(&sb, "\n");
     dnnjit__sb_append(&sb, dnnjit__template("rows_common.cuh"));
     dnnjit__sb_append(&sb, "\n// ---- accessors and ports ----\n");
     bool ok = dnnjit__rows_emit(&sb, &pb, k, vec_of(&pb, kn));
-    dnnjit__sb_append(&sb, dnnjit__template(template_of(pb.op->op)));
+    dnnjit__sb_append(&sb, dnnjit__template(template_of(&pb)));
     dnnjit__sb_append(&sb, "\n");
     dnnjit__sb_append(&sb, dnnjit__template("rows_kernel.cuh"));
     k->source = dnnjit__sb_take(&sb);

@@ -482,9 +482,10 @@ typedef struct port {
 
 /* The ports each template calls (a superset of the op's: a port the node lacks, such as
  * RMS norm's MEAN, gets an accessor that reads 0 or stores nothing). */
-static const port_t *template_ports(dnnjit_op_t op)
+static const port_t *template_ports(const dnnjit__rows_problem_t *pb)
 {
     static const port_t reduction[] = {{"X", FULL_IN}, {"Y", ROW_OUT}, {NULL, EPS}};
+    static const port_t column_reduction[] = {{"X", FULL_IN}, {"Y", PAR_OUT}, {NULL, EPS}};
     static const port_t softmax[] = {{"P", FULL_IN}, {"S", FULL_OUT}, {"STATS_0", ROW_OUT}, {"STATS_1", ROW_OUT},
                                      {NULL, EPS}};
     static const port_t softmax_backward[] = {{"Y", FULL_IN}, {"DY", FULL_IN}, {"DX", FULL_OUT}, {NULL, EPS}};
@@ -493,9 +494,9 @@ static const port_t *template_ports(dnnjit_op_t op)
     static const port_t norm_backward[] = {{"DY", FULL_IN},    {"X", FULL_IN},      {"SCALE", PAR_IN},
                                            {"MEAN", ROW_IN},   {"INV_VARIANCE", ROW_IN}, {"DX", FULL_OUT},
                                            {"DSCALE", PAR_OUT}, {"DBIAS", PAR_OUT},  {NULL, EPS}};
-    switch (op) {
+    switch (pb->op->op) {
     case DNNJIT_OP_REDUCTION:
-        return reduction;
+        return pb->geo.columns ? column_reduction : reduction;
     case DNNJIT_OP_SOFTMAX:
         return softmax;
     case DNNJIT_OP_SOFTMAX_BACKWARD:
@@ -622,6 +623,12 @@ static void emit_port(emit_t *e, const port_t *p)
             e->need[id] |= NEED_ST;
             dnnjit__sb_printf(sb, "    dj_st_%u<V>(0, col, v, args);\n", id);
         }
+        /* Only a reduction over the rows (its main output, one value per column) can have
+         * an epilogue: its tensors broadcast over the rows, so row 0 addresses them. */
+        if (id && id == n->out[0] && mark_epilogue(e)) {
+            dnnjit__sb_append(sb, "    const dj_i64 row = 0;\n");
+            emit_elementwise(e, id, "v[e]", DNNJIT_TENSOR_NONE, false, false);
+        }
         dnnjit__sb_append(sb, "}\n\n");
         break;
     case ROW_IN:
@@ -655,7 +662,7 @@ bool dnnjit__rows_emit(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t *pb, c
     e.stored = calloc(nodes, sizeof *e.stored);
     e.eval = calloc(nodes, sizeof *e.eval);
     bool ok = e.need && e.stored && e.eval;
-    for (const port_t *p = template_ports(pb->op->op); ok && p->name; p++)
+    for (const port_t *p = template_ports(pb); ok && p->name; p++)
         emit_port(&e, p);
     if (ok) {
         emit_accessors(sb, &e);

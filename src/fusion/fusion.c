@@ -5,13 +5,14 @@
  * single-node groups. Running the groups in creation order is then always valid, because
  * a node joins a group only when everything it reads exists by the time that group runs.
  *
- * Row ops (softmax, norms, innermost reductions) also take a prologue: before the greedy
- * pass, each row op claims the pointwise nodes that compute its full row inputs element by
- * element (same shape as the row tensor). A node is claimed only when every node that
- * reads it is the row op, another node of its prologue, or a node after the row op, so
- * that the row op's group (made when the pass reaches the row op) still runs before every
- * reader. Whatever a claimed node reads was made before it, hence by an earlier group.
- * Pointwise nodes that can extend a matmul's epilogue are left to the matmul.
+ * Row ops (softmax, norms, reductions over the innermost or the outermost axes) also take
+ * a prologue: before the greedy pass, each row op claims the pointwise nodes that compute
+ * its full row inputs element by element (same shape as the row tensor). A node is claimed
+ * only when every node that reads it is the row op, another node of its prologue, or a
+ * node after the row op, so that the row op's group (made when the pass reaches the row
+ * op) still runs before every reader. Whatever a claimed node reads was made before it,
+ * hence by an earlier group. Pointwise nodes that can extend a matmul's epilogue are left
+ * to the matmul.
  *
  * A matmul takes a prologue on each operand the same way: the pointwise nodes that compute
  * its A (or B) element by element, which the GEMM engines evaluate while loading the
@@ -50,8 +51,8 @@ bool dnnjit__row_full_input(dnnjit_op_t op, int slot)
     }
 }
 
-/* The reduced axes of a reduction as a row: every reduced axis of more than one element
- * must come after every kept one. */
+/* Whether the axes in mask can be a row: each of more than one element comes after every
+ * axis outside mask. */
 static bool innermost(const dnnjit__tensor_t *x, uint32_t mask)
 {
     bool inner = false;
@@ -73,17 +74,23 @@ bool dnnjit__row_geometry(dnnjit_graph_t g, const dnnjit__node_t *n, dnnjit__row
     /* Every full input has the same dims; slot 0 is one in each row op. */
     const dnnjit__tensor_t *x = dnnjit__tensor(g, n->in[0]);
     uint32_t all = (1u << x->ndim) - 1, mask;
+    bool columns = false;
     if (n->op == DNNJIT_OP_REDUCTION) {
         mask = n->attr.reduction.resolved_axes & all;
-        if (!innermost(x, mask))
-            return false;
+        if (!innermost(x, mask)) {
+            /* Reduced over the outer axes: the kept ones make up the row. */
+            mask = all & ~mask;
+            if (!innermost(x, mask))
+                return false;
+            columns = true;
+        }
     } else if (n->op == DNNJIT_OP_SOFTMAX || n->op == DNNJIT_OP_SOFTMAX_BACKWARD) {
         mask = 1u << (x->ndim - 1);
     } else {
         int k = n->attr.norm.norm_axes ? n->attr.norm.norm_axes : x->ndim - 1;
         mask = all & ~((1u << (x->ndim - k)) - 1);
     }
-    *geo = (dnnjit__row_geometry_t){.ndim = x->ndim, .inner_mask = mask, .rows = 1, .cols = 1};
+    *geo = (dnnjit__row_geometry_t){.ndim = x->ndim, .inner_mask = mask, .rows = 1, .cols = 1, .columns = columns};
     for (int a = 0; a < x->ndim; a++) {
         geo->dim[a] = x->dim[a];
         if (mask >> a & 1)

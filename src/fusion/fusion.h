@@ -47,16 +47,21 @@ int dnnjit__prologue_slot(dnnjit_graph_t g, int64_t mm, int64_t node);
 /* A row op sees its row tensors (the "full" ones, such as X, P, Y, DY, DX) as `rows` rows
  * of `cols` elements: the axes in inner_mask (bit i = axis i of `dim`) make up a row, the
  * others enumerate the rows, each set in row-major order. The inner axes come after the
- * outer ones (axes of size 1 aside), so that a row is the innermost part of the tensor. */
+ * outer ones (axes of size 1 aside), so that a row is the innermost part of the tensor.
+ * A reduction over the outer axes (a bias gradient: the sum of dY over the batch) has its
+ * kept axes as the row and `columns` set: each column of the row space is one element of
+ * Y, reduced over the rows. */
 typedef struct dnnjit__row_geometry {
     int ndim;
     int64_t dim[DNNJIT_MAX_DIMS];
     uint32_t inner_mask;
     int64_t rows, cols;
+    bool columns;
 } dnnjit__row_geometry_t;
 
 /* Fills *geo and returns true when node n is a row op: softmax, layer or RMS norm (either
- * direction), or a reduction whose reduced axes are the innermost ones. */
+ * direction), or a reduction whose reduced axes are the innermost ones or the outermost
+ * ones. */
 bool dnnjit__row_geometry(dnnjit_graph_t g, const dnnjit__node_t *n, dnnjit__row_geometry_t *geo);
 
 /* Whether input `slot` of a row op is a full row tensor (one value per element of the

@@ -1,17 +1,16 @@
 // Rows engine: the kernel entry (see rows_common.cuh). Blocks [0, DJ_COL_BLOCKS) do the op's
 // per-column work; the others loop over the rows (or row segments), DJ_RPB at a time. A
-// fused plan (DJ_FUSED_BLOCKS > 0) runs the op's own dj_rows_fused instead.
+// fused plan (DJ_FUSED_BLOCKS > 0) runs the op's own dj_rows_fused instead, and an op that
+// works on columns only (DJ_COLUMN_OP: a reduction over the rows) has no row blocks.
 
-// Defined only by the ops with per-column work; never instantiated for the others.
+// Each defined only by the ops that use it; never instantiated for the others.
+template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, const DjArgs &args);
 template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args);
 template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &args);
 
-template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
+// The column blocks, then the row blocks' loop.
+template <int V> __device__ __forceinline__ void dj_rows_loop(const DjArgs &args)
 {
-    if constexpr (DJ_FUSED_BLOCKS > 0) {
-        dj_rows_fused<V>(args);
-        return;
-    }
     if constexpr (DJ_COL_BLOCKS > 0) {
         if ((int)blockIdx.x < (int)DJ_COL_BLOCKS) {
             dj_col_op<V>(args);
@@ -26,6 +25,16 @@ template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
         const dj_i64 item = base + sub;
         dj_row_op<V>(DjRow<V>{item / DJ_SPLIT, (int)(item % DJ_SPLIT), lane, sub, item < items}, args);
     }
+}
+
+template <int V> __device__ __forceinline__ void dj_rows_run(const DjArgs &args)
+{
+    if constexpr (DJ_FUSED_BLOCKS > 0)
+        dj_rows_fused<V>(args);
+    else if constexpr (DJ_COLUMN_OP)
+        dj_col_op<V>(args);
+    else
+        dj_rows_loop<V>(args);
 }
 
 // DJ_LAUNCH_BOUNDS: the block size; for a fused plan also the blocks per SM its grid
