@@ -265,10 +265,10 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
     int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
-    int strip;
-    int64_t segments, seg_rows;
-    column_layout(pb, kn, &strip, &segments, &seg_rows);
     if (kn->how == COLUMNS) {
+        int strip;
+        int64_t segments, seg_rows;
+        column_layout(pb, kn, &strip, &segments, &seg_rows);
         count = segments > 1 ? (pb->geo.cols + strip - 1) / strip : 0;
         values = count * segments * strip;
     } else if (kn->how == FUSED) {
