@@ -162,32 +162,20 @@ static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, boo
     check(g, 0.1, 1.0, tu_tolerance(io), sweep, label);
 }
 
-static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, dnnjit_reduction_mode_t mode, bool sweep)
-{
-    dnnjit_graph_t g = tu_gpu_graph(io);
-    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0), y;
-    TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = 2}, &y));
-    tu_output(g, y);
-    char label[96];
-    snprintf(label, sizeof label, "reduction %s %s %lldx%lld", dnnjit_reduction_mode_name(mode),
-             dnnjit_data_type_name(io), (long long)rows, (long long)cols);
-    /* Products of values near 1 stay representable over long rows. */
-    bool mul = mode == DNNJIT_REDUCTION_MUL;
-    check(g, mul ? 0.99 : -1.0, mul ? 1.01 : 1.0, tu_tolerance(io), sweep, label);
-}
-
-/* A reduction of x [rows, cols] (strides `stride`, NULL: packed) over axis 0: one result
- * per column. */
-static void column_reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, const int64_t *stride,
-                             dnnjit_reduction_mode_t mode, bool sweep)
+/* A reduction of x [rows, cols] (strides `stride`, NULL: packed) over axis 1, one result
+ * per row, or with `columns` over axis 0, one result per column. */
+static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, const int64_t *stride, bool columns,
+                      dnnjit_reduction_mode_t mode, bool sweep)
 {
     dnnjit_graph_t g = tu_gpu_graph(io);
     dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), stride, 0), y;
-    TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = 1}, &y));
+    TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = columns ? 1 : 2}, &y));
     tu_output(g, y);
     char label[96];
-    snprintf(label, sizeof label, "column reduction %s %s %lldx%lld%s", dnnjit_reduction_mode_name(mode),
-             dnnjit_data_type_name(io), (long long)rows, (long long)cols, stride ? " strided" : "");
+    snprintf(label, sizeof label, "%sreduction %s %s %lldx%lld%s", columns ? "column " : "",
+             dnnjit_reduction_mode_name(mode), dnnjit_data_type_name(io), (long long)rows, (long long)cols,
+             stride ? " strided" : "");
+    /* Products of values near 1 stay representable over long rows. */
     bool mul = mode == DNNJIT_REDUCTION_MUL;
     check(g, mul ? 0.99 : -1.0, mul ? 1.01 : 1.0, tu_tolerance(io), sweep, label);
 }
@@ -237,8 +225,8 @@ static void reductions_all(void **state)
     (void)state;
     for (int mode = 0; mode < DNNJIT_REDUCTION_MODE_COUNT_; mode++)
         for (int w = 0; w < WIDTH_COUNT; w++)
-            reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], (dnnjit_reduction_mode_t)mode,
-                      w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
+            reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], NULL, false,
+                      (dnnjit_reduction_mode_t)mode, w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
 }
 
 /* Reductions over the outer axes (column plans): every mode at every width over ROWS rows
@@ -251,13 +239,13 @@ static void column_reductions(void **state)
     (void)state;
     for (int mode = 0; mode < DNNJIT_REDUCTION_MODE_COUNT_; mode++)
         for (int w = 0; w < WIDTH_COUNT; w++)
-            column_reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], NULL,
-                             (dnnjit_reduction_mode_t)mode, w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
-    column_reduction(DNNJIT_DATA_TYPE_FLOAT, 20000, 77, NULL, DNNJIT_REDUCTION_ADD, true);
-    column_reduction(DNNJIT_DATA_TYPE_BFLOAT16, 30000, 1000, NULL, DNNJIT_REDUCTION_AVG, true);
-    column_reduction(DNNJIT_DATA_TYPE_HALF, 5001, 4097, NULL, DNNJIT_REDUCTION_NORM2, false);
-    column_reduction(DNNJIT_DATA_TYPE_FLOAT, 3000, 1, NULL, DNNJIT_REDUCTION_MAX, true);
-    column_reduction(DNNJIT_DATA_TYPE_HALF, 2000, 1000, TU_DIMS(1003, 1), DNNJIT_REDUCTION_ADD, true);
+            reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], NULL, true,
+                      (dnnjit_reduction_mode_t)mode, w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
+    reduction(DNNJIT_DATA_TYPE_FLOAT, 20000, 77, NULL, true, DNNJIT_REDUCTION_ADD, true);
+    reduction(DNNJIT_DATA_TYPE_BFLOAT16, 30000, 1000, NULL, true, DNNJIT_REDUCTION_AVG, true);
+    reduction(DNNJIT_DATA_TYPE_HALF, 5001, 4097, NULL, true, DNNJIT_REDUCTION_NORM2, false);
+    reduction(DNNJIT_DATA_TYPE_FLOAT, 3000, 1, NULL, true, DNNJIT_REDUCTION_MAX, true);
+    reduction(DNNJIT_DATA_TYPE_HALF, 2000, 1000, TU_DIMS(1003, 1), true, DNNJIT_REDUCTION_ADD, true);
 
     dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_BFLOAT16);
     dnnjit_tensor_t x = tu_tensor(g, "x", 3, TU_DIMS(3, 700, 1000), NULL, 0), y;
@@ -306,9 +294,9 @@ static void long_rows(void **state)
     norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 5, 32768, false, true, true);
     norm_backward(DNNJIT_DATA_TYPE_FLOAT, 300, 1024, true, true, true);
     softmax_backward(DNNJIT_DATA_TYPE_HALF, 4, 40000, true);
-    reduction(DNNJIT_DATA_TYPE_FLOAT, 3, 300000, DNNJIT_REDUCTION_NORM2, true);
-    reduction(DNNJIT_DATA_TYPE_HALF, 1, 4000000, DNNJIT_REDUCTION_AMAX, true);
-    reduction(DNNJIT_DATA_TYPE_BFLOAT16, 2, 1000000, DNNJIT_REDUCTION_AVG, false);
+    reduction(DNNJIT_DATA_TYPE_FLOAT, 3, 300000, NULL, false, DNNJIT_REDUCTION_NORM2, true);
+    reduction(DNNJIT_DATA_TYPE_HALF, 1, 4000000, NULL, false, DNNJIT_REDUCTION_AMAX, true);
+    reduction(DNNJIT_DATA_TYPE_BFLOAT16, 2, 1000000, NULL, false, DNNJIT_REDUCTION_AVG, false);
 }
 
 /* ---- fused groups ------------------------------------------------------------------ */
