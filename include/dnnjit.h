@@ -680,8 +680,9 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph,
  * (16 bytes for the operands gemm_sm90 plans load with TMA in place, those whose strides
  * are multiples of 16 bytes);
  * pass-by-value tensors without a fixed value point to one host element. `workspace` is
- * device memory of at least get_workspace_size bytes (NULL when that is 0). Allocates
- * nothing, can be captured in a CUDA graph (any capture mode), and does not synchronize.
+ * device memory of at least get_workspace_size bytes, aligned to 16 bytes (NULL when that
+ * is 0). Allocates nothing, can be captured in a CUDA graph (any capture mode), and does
+ * not synchronize.
  * Pass-by-value elements are read during the call, so a captured graph replays with the
  * values they had at capture; buffers are read by the kernels, so replays see their
  * current contents. Work on the stream keeps its order: on sm_90 and later each kernel is
@@ -689,8 +690,8 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_get_workspace_size(dnnjit_graph_t graph,
  * kernel before it finishes but wait for it to complete before touching memory (about 1.6
  * us less per kernel between back-to-back executes on the H200). Errors: BAD_STATE
  * (no built plan, or no GPU), BAD_PARAM (a missing, unknown, duplicate, NULL, misaligned
- * or host pointer: the message names the tensor), CUDA_ERROR (a launch failed: the
- * message names the kernel and the driver's error). Without a GPU the pack's entries
+ * or host pointer: the message names the tensor; a missing or misaligned workspace),
+ * CUDA_ERROR (a launch failed: the message names the kernel and the driver's error). Without a GPU the pack's entries
  * (unknown, duplicate, NULL, misaligned) and the workspace are still checked before
  * BAD_STATE is returned. */
 DNNJIT_API dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t graph, const dnnjit_variant_t *pack, size_t n,

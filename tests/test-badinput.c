@@ -314,6 +314,11 @@ static void execute_without_device(void **state)
     char want[128];
     snprintf(want, sizeof want, "graph \"two\" needs %lld bytes of workspace but none was given", (long long)workspace);
     BAD(dnnjit_graph_execute(g, (dnnjit_variant_t[]){{ua, x}, {ub, x}, {us, y}}, 3, NULL, NULL), BAD_PARAM, want);
+    char *unaligned = (char *)x + 4;
+    BAD(dnnjit_graph_execute(g, (dnnjit_variant_t[]){{ua, x}, {ub, x}, {us, y}}, 3, unaligned, NULL), BAD_PARAM,
+        "graph \"two\": the workspace");
+    BAD(dnnjit_graph_execute(g, (dnnjit_variant_t[]){{ua, x}, {ub, x}, {us, y}}, 3, unaligned, NULL), BAD_PARAM,
+        "is not aligned to 16 bytes");
     dnnjit_graph_destroy(g);
 }
 

@@ -471,6 +471,40 @@ static void mode_a_picks_by_row_length(void **state)
     }
 }
 
+/* Mode A's column plan for a sum over the rows: vectors first (one element at a time is two
+ * and a half octaves off), 32 threads across where the row has 32 vectors (an octave off
+ * for each halving), three octaves off for a plan whose blocks fill less than half of one
+ * wave of 1024 threads on 132 SMs (strips x segments, at most 128 segments a strip). */
+static void mode_a_picks_column_plans(void **state)
+{
+    (void)state;
+    static const struct {
+        dnnjit_data_type_t io;
+        int64_t rows, cols;
+        const char *knob;
+    } cases[] = {
+        /* 4 strips of 256 columns x 128 segments: 512 blocks of 256 threads. */
+        {DNNJIT_DATA_TYPE_HALF, 32768, 1000, "t32_r8_vec_columns"},
+        {DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "t32_r8_vec_columns"}, /* 128 strips x 4 segments */
+        /* One strip at 32 threads (128 blocks, a quarter of the wave): 8 threads make four. */
+        {DNNJIT_DATA_TYPE_BFLOAT16, 131072, 256, "t8_r32_vec_columns"},
+        /* 8 vectors: 8 threads of vectors fill a quarter of the wave, yet beat 4 or 1
+         * thread one element at a time (3 + 0 octaves against 1 + 2.5 and 3 + 2.5). */
+        {DNNJIT_DATA_TYPE_BFLOAT16, 262144, 64, "t8_r32_vec_columns"},
+        /* No vectors in a row of 77 halves: 32 threads one element at a time. */
+        {DNNJIT_DATA_TYPE_HALF, 100000, 77, "t32_r8_scalar_columns"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = op_graph(NULL, OP_COLUMN_REDUCTION, cases[i].io, cases[i].rows, cases[i].cols, 1);
+        char name[64];
+        first_knob(g, name, sizeof name);
+        if (strcmp(name, cases[i].knob) != 0)
+            fail_msg("case %zu (%lld x %lld): mode A would take %s, expected %s", i, (long long)cases[i].rows,
+                     (long long)cases[i].cols, name, cases[i].knob);
+        dnnjit_graph_destroy(g);
+    }
+}
+
 static dnnjit_graph_t add_rmsnorm_sized(dnnjit_data_type_t io, int64_t rows, int64_t cols);
 
 /* Modes A and B on dnnjit-bench rows' cases, worked out by hand from plan_penalty's rules:
@@ -1224,6 +1258,7 @@ int main(void)
         cmocka_unit_test(gemm_epilogue_stays_with_the_matmul),
         cmocka_unit_test(backward_and_double),
         cmocka_unit_test(mode_a_picks_by_row_length),
+        cmocka_unit_test(mode_a_picks_column_plans),
         cmocka_unit_test(modes_pick_measured_best),
         cmocka_unit_test(knob_refusals),
         cmocka_unit_test(knob_names_are_distinct),

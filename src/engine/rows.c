@@ -117,10 +117,12 @@ static const knob_t knobs[] = {
      *   a block at 768 threads an SM (80 registers, small spills): 82-87 us. */
     /* Reductions over the rows: 32 threads across a strip (a warp reads 512 bytes of a row
      * in 16-byte vectors), 8 or 4 for narrow rows, 1 for a row of a few elements. On the
-     * H200 the sum over 32768 x 4096 bf16 rows took 71.1 us at 32 threads of vectors (3.78
-     * TB/s; torch 78.3), 68.1 at 8, 112-132 one element at a time; over 4096 x 32768 67.6
-     * (3.97 TB/s; torch 72.8) against 84.9 at 8; over 32768 x 1000 fp16 34.8 against 27.4
-     * at 8 (torch 50.3), where 32 threads leave four strips of 128 segments each. */
+     * H200 the sum over 32768 x 4096 bf16 rows took 67.2 us at 32 threads of vectors (3.99
+     * TB/s; torch 78.3), 66.8 at 8, 313 one element at a time at 4; over 4096 x 32768 66.4
+     * against 85.1 at 8; over 32768 x 1000 fp16 25.9 against 26.5 at 8 (torch 50.3). Over
+     * six other shapes (8192 x 8192 and 1024 x 65536 bf16, 16384 x 2048 fp16, 65536 x 512
+     * and 2048 x 16384 fp32, 131072 x 256 bf16) 8 threads ran 0.3-6% ahead of 32, 13% on
+     * the last, where 32 threads make one strip (see rows_rule). */
     {32, 8, true, COLUMNS, 0, 1, false},   {32, 8, false, COLUMNS, 0, 1, false},
     {8, 32, true, COLUMNS, 0, 1, false},   {8, 32, false, COLUMNS, 0, 1, false},
     {4, 64, false, COLUMNS, 0, 1, false},  {1, 256, false, COLUMNS, 0, 1, false},
@@ -209,6 +211,18 @@ static void column_layout(const dnnjit__rows_problem_t *pb, const knob_t *kn, in
     count = count > 1 ? count : 1;
     *seg_rows = (rows + count - 1) / count;
     *segments = (rows + *seg_rows - 1) / *seg_rows;
+}
+
+/* The share of one wave (1024 threads on each of 132 SMs) a column plan's blocks fill, at
+ * most 1: few when the strips are few and their segments at the most. */
+static double column_fill(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    int strip;
+    int64_t segments, seg_rows;
+    column_layout(pb, kn, &strip, &segments, &seg_rows);
+    int64_t strips = (pb->geo.cols + strip - 1) / strip;
+    double fill = (double)(strips * segments * kn->tpr * kn->rpb) / (132.0 * 1024);
+    return fill < 1.0 ? fill : 1.0;
 }
 
 /* Whether the op's full inputs stay in registers across its passes. */
@@ -419,12 +433,14 @@ static void rows_knob_name(int knob, char *buf, size_t size)
  *   twin with them in shared memory ran 11-12% faster (see the knobs).
  * - A column plan (a reduction over the rows) counts its octaves from 32 threads across
  *   (a warp reading 512 bytes of a row in vectors), or from one thread per vector or
- *   element of a narrower row. */
+ *   element of a narrower row; two and a half more one element at a time, which took 2.2
+ *   to 4.5 times as long on the H200 (over 32768 x 1000 fp16 rows 57.9 us at 4 threads
+ *   across against 25.9 in vectors at 32, over 262144 x 64 bf16 34.0 against 11.6 at 8). */
 static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
     if (kn->how == COLUMNS) {
         double across = (double)((pb->geo.cols + vec_of(pb, kn) - 1) / vec_of(pb, kn));
-        return fabs(log2((double)kn->tpr / (across < 32.0 ? across : 32.0))) + (kn->vector ? 0.0 : 0.5);
+        return fabs(log2((double)kn->tpr / (across < 32.0 ? across : 32.0))) + (kn->vector ? 0.0 : 2.5);
     }
     double preferred = (double)pb->geo.cols / kn->cluster * pb->elem / 32.0;
     preferred = preferred < 1.0 ? 1.0 : preferred > 512.0 ? 512.0 : preferred;
@@ -445,7 +461,11 @@ static double rows_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     dnnjit__rows_problem(g, grp, &pb);
     const knob_t *kn = &knobs[knob];
     int rank = kn->how == SPLIT ? 0 : kn->how == FUSED ? 1 : kn->how == REGISTERS ? 2 : 3;
-    return 100.0 * rank + plan_penalty(&pb, kn);
+    /* A column plan that fills less than half a wave loses three octaves: over 131072 x 256
+     * bf16 rows 32 threads across make one strip of 128 segments (a quarter of a wave),
+     * 28.5 us on the H200 against 24.7 at 8 threads across (four strips, a full wave). */
+    double idle = kn->how == COLUMNS && column_fill(&pb, kn) < 0.5 ? 3.0 : 0.0;
+    return 100.0 * rank + plan_penalty(&pb, kn) + idle;
 }
 
 static double tensor_bytes(dnnjit_graph_t g, dnnjit_tensor_t id)
@@ -477,15 +497,13 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     }
     if (kn->how == COLUMNS) {
         /* One read of X, slowed by lanes past the row's end and by blocks too few to fill
-         * the GPU. */
-        int strip;
-        int64_t segments, seg_rows;
-        column_layout(&pb, kn, &strip, &segments, &seg_rows);
+         * the GPU, though less than in proportion: each thread keeps four rows' loads in
+         * flight, and a quarter of a wave (one strip of 262144 x 64 bf16 rows in 128
+         * segments) read 2.9 TB/s on the H200. */
+        int strip = kn->tpr * vec_of(&pb, kn);
         int64_t strips = (pb.geo.cols + strip - 1) / strip;
         double used = (double)pb.geo.cols / (double)(strips * strip);
-        double fill = (double)(strips * segments * kn->tpr * kn->rpb) / (132.0 * 1024);
-        fill = fill < 1.0 ? fill : 1.0;
-        return 2.0 + bytes / (3.8e6 * used * fill * pow(0.85, plan_penalty(&pb, kn)));
+        return 2.0 + bytes / (3.8e6 * used * pow(column_fill(&pb, kn), 0.25) * pow(0.85, plan_penalty(&pb, kn)));
     }
     if (kn->how == STREAM) {
         /* Later passes hit L2 while the rows in flight fit in it: blocks of a plan fill an

@@ -238,6 +238,23 @@ template <typename T, dj_i64 STRIDE> __device__ __forceinline__ void dj_store_pa
 // Asks L2 for the line holding p (global memory) without waiting for it or taking a register.
 __device__ __forceinline__ void dj_prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
+// Loads from L2, past this SM's L1 (ld.global.cg): for partial results other blocks
+// stored, read once an arrival counter says they are all there. Volatile, so that they are
+// not moved above the counter's check; they still issue back to back.
+__device__ __forceinline__ float dj_load_cg(const float *p)
+{
+    float v;
+    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float4 dj_load_cg4(const float4 *p)
+{
+    float4 v;
+    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    return v;
+}
+
 // ---- shared memory barriers and clusters (sm_90) ------------------------------------
 
 __device__ __forceinline__ unsigned dj_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }

@@ -127,13 +127,6 @@ __device__ __forceinline__ unsigned dj_to_tf32(float v)
     return r;
 }
 
-__device__ __forceinline__ float dj_load_cg(const float *p)
-{
-    float v;
-    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
-    return v;
-}
-
 // ---- shared-memory tiles ----------------------------------------------------------
 
 // One operand's tile in shared memory: MNT rows of M (or N) by DJ_BK of K, stored with the

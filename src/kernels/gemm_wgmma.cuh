@@ -608,13 +608,6 @@ __device__ __forceinline__ void dj_load_operand(unsigned dst, const DjTensorMap 
 
 // ---- split-K ------------------------------------------------------------------------
 
-__device__ __forceinline__ float4 dj_load_cg4(const float4 *p)
-{
-    float4 v;
-    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
-    return v;
-}
-
 // The consumers' end of split `split` of tile `tile` (a tile index over the batch): every
 // split stores its partial sums in the scratch and counts itself in the tile's arrival
 // counter; the split that arrives last adds all of them in split order (so that the result

@@ -161,6 +161,12 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
     if (workspace_size && !workspace)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "execute: graph \"%s\" needs %lld bytes of workspace but none was given",
                             g->name, (long long)workspace_size);
+    /* Kernels read the workspace 16 bytes at a time (split-K and column partial sums, TMA
+     * copies of operands), which faults on a lesser alignment. */
+    if (workspace_size && (uintptr_t)workspace % 16)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM,
+                            "execute: graph \"%s\": the workspace %p is not aligned to 16 bytes (cudaMalloc's memory is)",
+                            g->name, workspace);
     if (!g->handle || !g->handle->has_device)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE, "execute: no GPU to run graph \"%s\" on: %s", g->name,
                             g->handle ? g->handle->no_device_reason : "the graph has no handle");
