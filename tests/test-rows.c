@@ -488,8 +488,8 @@ static void mode_a_picks_column_plans(void **state)
         {DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "t32_r8_vec_columns"}, /* 128 strips x 4 segments */
         /* One strip at 32 threads (128 blocks, a quarter of the wave): 8 threads make four. */
         {DNNJIT_DATA_TYPE_BFLOAT16, 131072, 256, "t8_r32_vec_columns"},
-        /* 8 vectors: 8 threads of vectors fill a quarter of the wave, yet beat 4 or 1
-         * thread one element at a time (3 + 0 octaves against 1 + 2.5 and 3 + 2.5). */
+        /* 8 vectors: 8 threads of vectors fill a quarter of the wave (3 octaves off), yet
+         * beat the nearest plan one element at a time (8 threads: 2 + 2.5 octaves). */
         {DNNJIT_DATA_TYPE_BFLOAT16, 262144, 64, "t8_r32_vec_columns"},
         /* No vectors in a row of 77 halves: 32 threads one element at a time. */
         {DNNJIT_DATA_TYPE_HALF, 100000, 77, "t32_r8_scalar_columns"},
