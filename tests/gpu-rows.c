@@ -220,13 +220,20 @@ static void norms_far_from_zero(void **state)
                          1000.0);
 }
 
+/* Every reduction mode at every width over ROWS rows, the io type turning with both; every
+ * plan at SWEEP_WIDTH in mode ADD. Over the inner axis, or with `columns` the outer one. */
+static void every_mode_and_width(bool columns)
+{
+    for (int mode = 0; mode < DNNJIT_REDUCTION_MODE_COUNT_; mode++)
+        for (int w = 0; w < WIDTH_COUNT; w++)
+            reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], NULL, columns,
+                      (dnnjit_reduction_mode_t)mode, w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
+}
+
 static void reductions_all(void **state)
 {
     (void)state;
-    for (int mode = 0; mode < DNNJIT_REDUCTION_MODE_COUNT_; mode++)
-        for (int w = 0; w < WIDTH_COUNT; w++)
-            reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], NULL, false,
-                      (dnnjit_reduction_mode_t)mode, w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
+    every_mode_and_width(false);
 }
 
 /* Reductions over the outer axes (column plans): every mode at every width over ROWS rows
@@ -237,10 +244,7 @@ static void reductions_all(void **state)
 static void column_reductions(void **state)
 {
     (void)state;
-    for (int mode = 0; mode < DNNJIT_REDUCTION_MODE_COUNT_; mode++)
-        for (int w = 0; w < WIDTH_COUNT; w++)
-            reduction(io_types[(mode + w) % IO_TYPE_COUNT], ROWS, widths[w], NULL, true,
-                      (dnnjit_reduction_mode_t)mode, w == SWEEP_WIDTH && mode == DNNJIT_REDUCTION_ADD);
+    every_mode_and_width(true);
     reduction(DNNJIT_DATA_TYPE_FLOAT, 20000, 77, NULL, true, DNNJIT_REDUCTION_ADD, true);
     reduction(DNNJIT_DATA_TYPE_BFLOAT16, 30000, 1000, NULL, true, DNNJIT_REDUCTION_AVG, true);
     reduction(DNNJIT_DATA_TYPE_HALF, 5001, 4097, NULL, true, DNNJIT_REDUCTION_NORM2, false);

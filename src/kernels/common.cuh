@@ -255,6 +255,23 @@ __device__ __forceinline__ float4 dj_load_cg4(const float4 *p)
     return v;
 }
 
+// Whether this block is the last of `count` blocks to count themselves in at `counter`:
+// each thread's earlier stores are made visible to the GPU first, and the last block's
+// later loads see every other block's. Every thread of the block calls it.
+__device__ __forceinline__ bool dj_block_arrives_last(unsigned *counter, unsigned count)
+{
+    __shared__ unsigned last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(counter, 1u) == count - 1;
+    __syncthreads();
+    if (!last)
+        return false;
+    __threadfence();
+    return true;
+}
+
 // ---- shared memory barriers and clusters (sm_90) ------------------------------------
 
 __device__ __forceinline__ unsigned dj_smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }

@@ -593,15 +593,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     *partial(split, wm0 + mi * 16 + g + (e >> 1) * 8, wn0 + ni * 8 + 2 * tq + (e & 1)) = acc[mi][ni][e];
-        __threadfence();
-        __syncthreads();
-        __shared__ unsigned last;
-        if (threadIdx.x == 0)
-            last = atomicAdd(arrivals + tile_id, 1u) == DJ_SPLITK - 1;
-        __syncthreads();
-        if (!last)
+        if (!dj_block_arrives_last(arrivals + tile_id, DJ_SPLITK))
             return;
-        __threadfence();
 #pragma unroll
         for (int mi = 0; mi < DJ_MI; mi++)
 #pragma unroll

@@ -40,7 +40,7 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
 {
     constexpr int WIDTH = DJ_STRIP / DJ_TPR, THREAD_ROWS = DJ_BLOCK / DJ_TPR;
     static_assert(WIDTH * DJ_TPR == DJ_STRIP && WIDTH % V == 0, "strip layout");
-    __shared__ float part[THREAD_ROWS][DJ_STRIP];
+    __shared__ __align__(16) float part[THREAD_ROWS][DJ_STRIP];
     const int strip = (int)(blockIdx.x / DJ_SEGMENTS), segment = (int)(blockIdx.x % DJ_SEGMENTS);
     const int lane = (int)threadIdx.x % DJ_TPR, sub = (int)threadIdx.x / DJ_TPR;
     const int col0 = strip * DJ_STRIP + lane * WIDTH;
@@ -84,15 +84,8 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
             for (int e = 0; e < WIDTH; e++)
                 results[segment * DJ_STRIP + lane * WIDTH + e] = acc[e];
         }
-        __threadfence();
-        __syncthreads();
-        __shared__ unsigned last;
-        if (threadIdx.x == 0)
-            last = atomicAdd(arrivals + strip, 1u) == DJ_SEGMENTS - 1;
-        __syncthreads();
-        if (!last)
+        if (!dj_block_arrives_last(arrivals + strip, DJ_SEGMENTS))
             return;
-        __threadfence();
         // The other segments' results come from other SMs: loaded from L2 past this SM's L1,
         // four floats a load where the thread's columns allow, eight segments' loads issued
         // at once. With a float a load and four segments at once, the 128 segments of each

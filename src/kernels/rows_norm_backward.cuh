@@ -609,15 +609,8 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
                 sums[(2 * segment + 1) * DJ_STRIP + lane * V + e] = dbias[e];
             }
         }
-        __threadfence();
-        __syncthreads();
-        __shared__ unsigned last;
-        if (threadIdx.x == 0)
-            last = atomicAdd(arrivals + strip, 1u) == DJ_SEGMENTS - 1;
-        __syncthreads();
-        if (!last)
+        if (!dj_block_arrives_last(arrivals + strip, DJ_SEGMENTS))
             return;
-        __threadfence();
         if ((int)threadIdx.x < LANES) {
             // Volatile: the other segments' sums come from other SMs, past this one's L1.
             const volatile float *const all = sums;
