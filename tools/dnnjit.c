@@ -388,8 +388,10 @@ static void print_plans(dnnjit_graph_t g)
         uint32_t notes = 0;
         dnnjit_graph_get_plan_name(g, i, &name);
         dnnjit_graph_get_plan_behavior_notes(g, i, &notes);
-        printf("  %c plan %lld: %s%s\n", i == chosen ? '*' : ' ', (long long)i, name ? name : "?",
-               notes & DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION ? "  [RUNTIME_COMPILATION]" : "");
+        printf("  %c plan %lld: %s%s%s%s\n", i == chosen ? '*' : ' ', (long long)i, name ? name : "?",
+               notes & DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION ? "  [RUNTIME_COMPILATION]" : "",
+               notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION ? " [REDUCED_PRECISION]" : "",
+               notes & DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC ? " [NONDETERMINISTIC]" : "");
         dnnjit_free(name);
     }
 }

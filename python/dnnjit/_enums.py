@@ -47,6 +47,8 @@ class build_plan_policy(enum.IntEnum):
 class behavior_note(enum.IntEnum):
     """Behavior notes of a plan; the values are the bits of dnnjit's notes."""
     RUNTIME_COMPILATION = 1 << 0
+    REDUCED_PRECISION = 1 << 1
+    NONDETERMINISTIC = 1 << 2
 
 
 class norm_forward_phase(enum.IntEnum):

@@ -121,10 +121,11 @@ def test_enums_mirror_the_header_values():
                  "DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE = 0", "DNNJIT_BUILD_PLAN_ALL = 1",
                  "DNNJIT_NORM_PHASE_INFERENCE = 0", "DNNJIT_NORM_PHASE_TRAINING = 1",
                  "DNNJIT_SOFTMAX_STATS_LOG_SUM_EXP = 1", "DNNJIT_SOFTMAX_STATS_MAX_SUM_EXP = 2",
-                 "DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION (1u << 0)"):
+                 "DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION (1u << 0)",
+                 "DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION (1u << 1)", "DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC (1u << 2)"):
         assert text in header
     assert [m.value for m in dnnjit.heur_mode] == [0, 1, 2]
-    assert dnnjit.behavior_note.RUNTIME_COMPILATION == 1
+    assert [m.value for m in dnnjit.behavior_note] == [1, 2, 4]
 
 
 def test_library_enums_come_from_the_library():

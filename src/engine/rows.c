@@ -690,6 +690,14 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     return DNNJIT_STATUS_SUCCESS;
 }
 
+/* A cluster plan's clusters take rows as they are ready for them (see
+ * rows_norm_backward.cuh), so the rows behind each cluster's partial column sums, and the
+ * sums' last bits, change from run to run. */
+static uint32_t rows_notes(int knob)
+{
+    return knobs[knob].cluster > 1 ? DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC : 0;
+}
+
 const dnnjit__engine_t dnnjit__engine_rows = {
     .name = "rows",
     .knob_count = KNOB_COUNT,
@@ -699,4 +707,5 @@ const dnnjit__engine_t dnnjit__engine_rows = {
     .rule = rows_rule,
     .fallback_knob = rows_fallback_knob,
     .generate = rows_generate,
+    .notes = rows_notes,
 };

@@ -267,8 +267,10 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
 // which takes strips of DJ_FUSED_STRIP columns, DJ_FUSED_STRIP_WARPS warps to a strip (fewer
 // when there are few row groups to add up, so that fewer blocks start): it waits until
 // every row block has counted itself, then adds its strips' partial sums up, a strip's
-// warps taking row groups in turn and combining in warp order: a fixed order, so the sums
-// are deterministic. Tickets rather than block indices decide the roles so that a column
+// warps taking row groups in turn and combining in warp order: a fixed order, so a plan of
+// blocks gives the same bits every run. A cluster plan's do not: which rows a cluster's
+// partial sums cover depends on when it took them (rows.c notes such plans
+// NONDETERMINISTIC). Tickets rather than block indices decide the roles so that a column
 // block waits only for row blocks that have started, which then finish whatever the order
 // the GPU starts blocks in.
 // Declared once for the kernel rather than in dj_rows_fused, which both access widths
