@@ -192,36 +192,40 @@ static int64_t chunks_of(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     return (seg_cols + per_pass - 1) / per_pass;
 }
 
-/* A column plan's strips (tpr vectors of columns each) and the segments of rows each is cut
- * into, one block per strip and segment: as many segments as keep the blocks within one
+/* A column plan's strips (strip columns each: tpr vectors) and the segments (seg_rows rows
+ * each) every strip is cut into, one block per strip and segment. */
+typedef struct column_layout {
+    int strip;
+    int64_t strips, segments, seg_rows;
+} column_layout_t;
+
+/* The layout of a column plan: as many segments as keep the blocks within one
  * wave of 1024 threads on each of an H200's 132 SMs (each thread keeps COLUMN_BATCH rows'
  * loads in flight: half an SM's threads cover its latency; a second wave a fifth full cost
  * 4096x32768 bf16 8%), each leaving every thread at least COLUMN_BATCH rows, at most
  * MAX_COLUMN_SEGMENTS (the block that arrives last at a strip combines the strip's results
  * of every segment). */
-static void column_layout(const dnnjit__rows_problem_t *pb, const knob_t *kn, int *strip, int64_t *segments,
-                          int64_t *seg_rows)
+static column_layout_t column_layout(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    *strip = kn->tpr * vec_of(pb, kn);
-    int64_t strips = (pb->geo.cols + *strip - 1) / *strip, rows = pb->geo.rows;
-    int64_t want = 132 * (1024 / (kn->tpr * kn->rpb)) / strips;
+    column_layout_t l = {.strip = kn->tpr * vec_of(pb, kn)};
+    l.strips = (pb->geo.cols + l.strip - 1) / l.strip;
+    int64_t rows = pb->geo.rows;
+    int64_t want = 132 * (1024 / (kn->tpr * kn->rpb)) / l.strips;
     int64_t most = (rows + COLUMN_BATCH * kn->rpb - 1) / (COLUMN_BATCH * kn->rpb);
     int64_t count = want < most ? want : most;
     count = count < MAX_COLUMN_SEGMENTS ? count : MAX_COLUMN_SEGMENTS;
     count = count > 1 ? count : 1;
-    *seg_rows = (rows + count - 1) / count;
-    *segments = (rows + *seg_rows - 1) / *seg_rows;
+    l.seg_rows = (rows + count - 1) / count;
+    l.segments = (rows + l.seg_rows - 1) / l.seg_rows;
+    return l;
 }
 
 /* The share of one wave (1024 threads on each of 132 SMs) a column plan's blocks fill, at
  * most 1: few when the strips are few and their segments at the most. */
 static double column_fill(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    int strip;
-    int64_t segments, seg_rows;
-    column_layout(pb, kn, &strip, &segments, &seg_rows);
-    int64_t strips = (pb->geo.cols + strip - 1) / strip;
-    double fill = (double)(strips * segments * kn->tpr * kn->rpb) / (132.0 * 1024);
+    column_layout_t l = column_layout(pb, kn);
+    double fill = (double)(l.strips * l.segments * kn->tpr * kn->rpb) / (132.0 * 1024);
     return fill < 1.0 ? fill : 1.0;
 }
 
@@ -280,11 +284,9 @@ static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64
 {
     int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
     if (kn->how == COLUMNS) {
-        int strip;
-        int64_t segments, seg_rows;
-        column_layout(pb, kn, &strip, &segments, &seg_rows);
-        count = segments > 1 ? (pb->geo.cols + strip - 1) / strip : 0;
-        values = count * segments * strip;
+        column_layout_t l = column_layout(pb, kn);
+        count = l.segments > 1 ? l.strips : 0;
+        values = count * l.segments * l.strip;
     } else if (kn->how == FUSED) {
         count = 3;
         values = fused_groups(pb, kn) * 2 * pb->geo.cols;
@@ -500,9 +502,8 @@ static double rows_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
          * the GPU, though less than in proportion: each thread keeps four rows' loads in
          * flight, and a quarter of a wave (one strip of 262144 x 64 bf16 rows in 128
          * segments) read 2.9 TB/s on the H200. */
-        int strip = kn->tpr * vec_of(&pb, kn);
-        int64_t strips = (pb.geo.cols + strip - 1) / strip;
-        double used = (double)pb.geo.cols / (double)(strips * strip);
+        column_layout_t l = column_layout(&pb, kn);
+        double used = (double)pb.geo.cols / (double)(l.strips * l.strip);
         return 2.0 + bytes / (3.8e6 * used * pow(column_fill(&pb, kn), 0.25) * pow(0.85, plan_penalty(&pb, kn)));
     }
     if (kn->how == STREAM) {
@@ -598,11 +599,9 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     int strip_warps = fused_strip_warps(&pb, kn);
     int64_t block_cols = (int64_t)FUSED_STRIP * (kn->tpr * kn->rpb / 32 / strip_warps);
     int64_t fused_clusters = (pb.geo.cols + block_cols * kn->cluster - 1) / (block_cols * kn->cluster);
-    int strip;
-    int64_t segments, seg_rows;
-    column_layout(&pb, kn, &strip, &segments, &seg_rows);
+    column_layout_t columns = kn->how == COLUMNS ? column_layout(&pb, kn) : (column_layout_t){0};
     int64_t col_blocks = fused                ? fused_clusters * kn->cluster
-                         : kn->how == COLUMNS ? (pb.geo.cols + strip - 1) / strip * segments
+                         : kn->how == COLUMNS ? columns.strips * columns.segments
                          : pb.column_role     ? (pb.geo.cols + pb.strip - 1) / pb.strip * pb.segments
                                               : 0;
     int64_t seg_cols, split = split_of(&pb, kn, &seg_cols), counters, scratch;
@@ -668,7 +667,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                           "[[maybe_unused]] constexpr int DJ_SEGMENTS = %lld;\n"
                           "[[maybe_unused]] constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\n"
                           "[[maybe_unused]] constexpr int DJ_COLUMN_BATCH = %d;\n",
-                          strip, (long long)segments, (long long)seg_rows, COLUMN_BATCH);
+                          columns.strip, (long long)columns.segments, (long long)columns.seg_rows, COLUMN_BATCH);
     dnnjit__sb_append(&sb, "\n");
     dnnjit__sb_append(&sb, dnnjit__template("rows_common.cuh"));
     dnnjit__sb_append(&sb, "\n// ---- accessors and ports ----\n");

@@ -614,14 +614,13 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
         if (!dj_block_arrives_last(arrivals + strip, DJ_SEGMENTS))
             return;
         if ((int)threadIdx.x < LANES) {
-            // Volatile: the other segments' sums come from other SMs, past this one's L1.
-            const volatile float *const all = sums;
+            // The other segments' sums come from other SMs: loaded from L2, past this one's L1.
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 dscale[e] = dbias[e] = 0.0f;
                 for (int s = 0; s < DJ_SEGMENTS; s++) {
-                    dscale[e] += all[(2 * s) * DJ_STRIP + lane * V + e];
-                    dbias[e] += all[(2 * s + 1) * DJ_STRIP + lane * V + e];
+                    dscale[e] += dj_load_cg(sums + (2 * s) * DJ_STRIP + lane * V + e);
+                    dbias[e] += dj_load_cg(sums + (2 * s + 1) * DJ_STRIP + lane * V + e);
                 }
             }
         }
