@@ -623,13 +623,13 @@ typedef enum dnnjit_build_plan_policy {
  * engine's last), so its first plan never has it. */
 #define DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION (1u << 1)
 /* The plan's results can differ in their last bits from one run to the next on the same
- * inputs: a sum over rows whose split among blocks depends on the order the GPU runs them.
- * The rows engine's cluster plans (names ending in _c2, _c4 or _c8: a norm backward whose
- * rows are shared by clusters of blocks on sm_90) have it for DSCALE and DBIAS, because a
- * cluster takes its next row when it is ready for one, so that clusters the GPU cannot
- * hold at once do not double the time; their DX is the same every run. Other plans combine
- * their partial results in a fixed order. A caller who needs the same bits every run
- * skips the plans with this note (dnnjit_graph_get_plan_behavior_notes). */
+ * inputs (a sum whose split among blocks depends on the order the GPU runs them). No plan
+ * of this version has it: every engine combines its partial results in a fixed order, so
+ * a plan gives the same bits every run on the same device. (The rows engine's cluster
+ * plans, names ending in _c2, _c4 or _c8, split rows among as many clusters as the device
+ * holds at once, so their DSCALE and DBIAS may differ in the last bits between devices
+ * that hold different numbers.) A caller who needs the same bits every run skips the
+ * plans with this note (dnnjit_graph_get_plan_behavior_notes). */
 #define DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC (1u << 2)
 
 /* Validates the graph and partitions it into groups; afterwards the graph can no longer

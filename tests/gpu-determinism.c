@@ -6,8 +6,8 @@
  * alone, then while the same plan runs on a second set of buffers on another stream (so
  * that the two share the SMs and the blocks run in another order), then alone again. The
  * first run must match the reference executor and the other two must match the first bit
- * for bit. Plans with the note are run too and whether their bits changed is printed, not
- * asserted. Skipped (77) without a GPU. */
+ * for bit. Plans with the note (none now) would be run too, and whether their bits changed
+ * printed, not asserted. Skipped (77) without a GPU. */
 #include "gpu_buffers.h"
 
 #include <stdio.h>
@@ -188,8 +188,9 @@ static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool co
     same_bits(g, rows_or_fallback, 0, -1.0, 1.0, tu_tolerance(io), label);
 }
 
-/* Fused DSCALE and DBIAS: row blocks' partial sums added by column blocks; 32768 wide also
- * has cluster plans, which carry the note. */
+/* Fused DSCALE and DBIAS: row blocks' partial sums added by column blocks; 4096 and 32768
+ * wide also by cluster plans, whose grid loading fits to the clusters the device holds
+ * (the concurrent run leaves it fewer SMs, so some clusters start late). */
 static void norm_backward_sums(void **state)
 {
     (void)state;

@@ -129,7 +129,7 @@ typedef struct layout {
     uint32_t group_count;
     size_t engine[MAX_GROUPS], knob[MAX_GROUPS];
     size_t entry[MAX_GROUPS], grid[MAX_GROUPS], block[MAX_GROUPS], shared[MAX_GROUPS], cooperative[MAX_GROUPS],
-        scratch[MAX_GROUPS];
+        resident[MAX_GROUPS], scratch[MAX_GROUPS];
     size_t tensor_count[MAX_GROUPS], scalar_count[MAX_GROUPS], tma_count[MAX_GROUPS], source[MAX_GROUPS];
     size_t cubin[MAX_GROUPS];
     size_t end;
@@ -144,7 +144,7 @@ static layout_t walk(const unsigned char *p, size_t size)
 {
     layout_t l = {0};
     assert_memory_equal(p, "DNNJITGR", 8);
-    assert_int_equal(le32(p + 8), 4);
+    assert_int_equal(le32(p + 8), 5);
     assert_int_equal(le32(p + 12), 0);
     assert_int_equal(le64(p + 16), size);
     assert_true(le64(p + 24) == XXH3_64bits(p + 32, size - 32));
@@ -168,7 +168,8 @@ static layout_t walk(const unsigned char *p, size_t size)
         l.block[i] = l.grid[i] + 12;
         l.shared[i] = l.block[i] + 12;
         l.cooperative[i] = l.shared[i] + 4;
-        l.scratch[i] = l.cooperative[i] + 4;
+        l.resident[i] = l.cooperative[i] + 4;
+        l.scratch[i] = l.resident[i] + 8;
         l.tensor_count[i] = l.scratch[i] + 4 + 8 + 8;
         l.scalar_count[i] = l.tensor_count[i] + 4 + 8 * (size_t)le32(p + l.tensor_count[i]);
         l.tma_count[i] = l.scalar_count[i] + 4 + 8 * (size_t)le32(p + l.scalar_count[i]);
@@ -641,9 +642,11 @@ static void swapped_slots(unsigned char *p, const layout_t *l)
     memcpy(first, first + 8, 8);
     memcpy(first + 8, tmp, 8);
 }
-static void other_format(unsigned char *p, const layout_t *l) { (void)l, set32(p + 8, 5); }
+static void other_format(unsigned char *p, const layout_t *l) { (void)l, set32(p + 8, 6); }
 static void bad_cooperative(unsigned char *p, const layout_t *l) { set32(p + l->cooperative[0], 2); }
 static void made_cooperative(unsigned char *p, const layout_t *l) { set32(p + l->cooperative[0], 1); }
+static void huge_cluster(unsigned char *p, const layout_t *l) { set32(p + l->resident[0], 17); }
+static void made_resident(unsigned char *p, const layout_t *l) { set32(p + l->resident[0], 1); }
 static void reserved_set(unsigned char *p, const layout_t *l) { (void)l, set32(p + 12, 1); }
 static void other_magic(unsigned char *p, const layout_t *l) { (void)l, p[0] = 'X'; }
 
@@ -693,9 +696,11 @@ static void lying_fields_are_named(void **state)
         {wider_grid, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
         {other_entry, 0, DNNJIT_STATUS_PARSE_ERROR, "its entry name is not what engine"},
         {swapped_slots, 0, DNNJIT_STATUS_PARSE_ERROR, "its slot table is not what engine"},
-        {other_format, 0, DNNJIT_STATUS_NOT_SUPPORTED, "the blob has format 5; this dnnjit (0.1.0) reads format 4"},
+        {other_format, 0, DNNJIT_STATUS_NOT_SUPPORTED, "the blob has format 6; this dnnjit (0.1.0) reads format 5"},
         {bad_cooperative, 0, DNNJIT_STATUS_PARSE_ERROR, "cooperative flag 2 is impossible"},
         {made_cooperative, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
+        {huge_cluster, 0, DNNJIT_STATUS_PARSE_ERROR, "as clusters of 17 then 0 blocks is impossible"},
+        {made_resident, 0, DNNJIT_STATUS_PARSE_ERROR, "its launch shape is not what engine \"pointwise\" generates"},
         {reserved_set, 0, DNNJIT_STATUS_PARSE_ERROR, "reserved field 1"},
         {other_magic, 0, DNNJIT_STATUS_PARSE_ERROR, "not a serialized dnnjit graph"},
         {scalar_as_tensor, 0, DNNJIT_STATUS_PARSE_ERROR, "is tensor \"s\", which has no memory"},

@@ -87,6 +87,11 @@ typedef struct dnnjit__kernel {
     /* Launched cooperatively: every block resident at once (the driver refuses a grid that
      * cannot be), as a kernel that waits on a grid-wide barrier needs. */
     bool cooperative;
+    /* A grid sized to the device at load time: when resident_cluster is set, the grid's
+     * first grid[0] - resident_tail blocks are clusters of resident_cluster blocks, and
+     * loading keeps only as many of them as the device holds at once (the kernel learns how
+     * many from gridDim), then the resident_tail blocks. 0: the grid is launched as is. */
+    unsigned resident_cluster, resident_tail;
 } dnnjit__kernel_t;
 
 /* The graph and group an engine's functions receive are the group's canonical restatement

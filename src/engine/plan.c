@@ -495,6 +495,7 @@ typedef struct loaded_kernel {
     dnnjit__cu_module_t module;
     dnnjit__cu_function_t fn;
     dnnjit__cu_function_t zero_fn; /* dj_zero_scratch, for a kernel with counters to zero */
+    unsigned grid0;                /* the grid's x size launched on this device */
 } loaded_kernel_t;
 
 static void unload_kernel(void *object)
@@ -502,6 +503,36 @@ static void unload_kernel(void *object)
     loaded_kernel_t *k = object;
     dnnjit__cuda()->cuModuleUnload(k->module);
     free(k);
+}
+
+/* The x size of the grid that launches kernel k (loaded as fn) on the current device: its
+ * resident_tail blocks after as many of its clusters as the device holds at once, at
+ * least one (see dnnjit__kernel_t); the grid as generated for other kernels, and where the
+ * driver cannot say (before CUDA 12), which is slower when not every cluster fits but as
+ * correct. */
+static dnnjit_status_t fitted_grid(const dnnjit__kernel_t *k, dnnjit__cu_function_t fn, unsigned *grid0)
+{
+    *grid0 = k->grid[0];
+    if (!k->resident_cluster || !dnnjit__cuda()->cuOccupancyMaxActiveClusters)
+        return DNNJIT_STATUS_SUCCESS;
+    unsigned most = (k->grid[0] - k->resident_tail) / k->resident_cluster;
+    dnnjit__cu_launch_config_t config = {.grid = {most * k->resident_cluster, k->grid[1], k->grid[2]},
+                                         .block = {k->block[0], k->block[1], k->block[2]},
+                                         .shared_bytes = k->shared_bytes};
+    int held = 0;
+    dnnjit_status_t s = dnnjit__cu_check(dnnjit__cuda()->cuOccupancyMaxActiveClusters(&held, fn, &config),
+                                         "cuOccupancyMaxActiveClusters");
+    if (s)
+        return s;
+    if (held < 1)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_NOT_SUPPORTED,
+                            "kernel %s: the device cannot hold one cluster of %u blocks of %u threads", k->entry,
+                            k->resident_cluster, k->block[0] * k->block[1] * k->block[2]);
+    unsigned clusters = (unsigned)held < most ? (unsigned)held : most;
+    *grid0 = clusters * k->resident_cluster + k->resident_tail;
+    dnnjit__log("kernel %s: %d clusters of %u blocks fit at once, %u of them launched", k->entry, held,
+                k->resident_cluster, clusters);
+    return DNNJIT_STATUS_SUCCESS;
 }
 
 /* Loads a built kernel's CUBIN and attaches it to its cache entry. If another graph
@@ -522,6 +553,8 @@ static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__
                                                                 (int)b->kernel.shared_bytes),
                              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     k->zero_fn = NULL;
+    if (!s)
+        s = fitted_grid(&b->kernel, k->fn, &k->grid0);
     if (!s && b->kernel.scratch_zero_bytes)
         s = dnnjit__cu_check(dnnjit__cuda()->cuModuleGetFunction(&k->zero_fn, k->module, "dj_zero_scratch"),
                              "cuModuleGetFunction(\"dj_zero_scratch\")");
@@ -545,6 +578,9 @@ dnnjit_status_t dnnjit__plan_load_kernel(dnnjit__built_kernel_t *b, dnnjit__jit_
         const loaded_kernel_t *loaded = dnnjit__jit_ref_object(ref);
         b->function = loaded->fn;
         b->zero_function = loaded->zero_fn;
+        b->grid[0] = loaded->grid0;
+        b->grid[1] = b->kernel.grid[1];
+        b->grid[2] = b->kernel.grid[2];
     }
     return s;
 }

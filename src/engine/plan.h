@@ -18,6 +18,7 @@ typedef struct dnnjit__built_kernel {
     void *function; /* dnnjit__cu_function_t, when loaded on a device */
     void *zero_function; /* its module's dj_zero_scratch, when the kernel has counters to zero */
     dnnjit__jit_ref_t *module; /* this kernel's reference to the loaded module holding `function` */
+    unsigned grid[3];          /* the grid launched: kernel.grid, fitted to the device (resident_cluster) */
     /* The tensor maps execute encoded last (kernel.tma), with the addresses they were
      * encoded for: a graph run again on the same buffers reuses them. Stored as bytes, as
      * the memory holding this struct is not aligned for a CUtensorMap. */

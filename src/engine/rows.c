@@ -240,7 +240,9 @@ static bool in_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
  * per SM, at most enough for every row. Each leaves a row of partial column sums. Fewer
  * groups that share the rows out evenly (256 blocks taking 32 turns of 4 rows on
  * 32768x1000 fp16, against 264 of which 8 take a 32nd) ran slower on the H200: 64.6 us
- * against 63.7. */
+ * against 63.7. For a cluster plan this is the most: loading keeps as many clusters as the
+ * device holds at once (the H200 holds 45 of 8 blocks of 256 threads, not 49), since one
+ * started only after others finish would double the time. */
 static int64_t fused_groups(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
     int64_t resident = 132 * (int64_t)(kn->sm_threads / (kn->tpr * kn->rpb)) / kn->cluster;
@@ -278,7 +280,7 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
  * then partial results: a fused norm backward's column sums per row group (three counters:
- * role tickets, arrivals and a cluster plan's row tickets), a norm backward's or a column
+ * role tickets and arrivals), a norm backward's or a column
  * plan's per strip and row segment, or a split row's per segment. No scratch: both 0. */
 static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
@@ -288,7 +290,7 @@ static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64
         count = l.segments > 1 ? l.strips : 0;
         values = count * l.segments * l.strip;
     } else if (kn->how == FUSED) {
-        count = 3;
+        count = 2;
         values = fused_groups(pb, kn) * 2 * pb->geo.cols;
     } else if (pb->column_role && pb->segments > 1) {
         count = (pb->geo.cols + pb->strip - 1) / pb->strip;
@@ -630,6 +632,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "[[maybe_unused]] constexpr int DJ_SEG_COLS = %lld;\n"
                       "[[maybe_unused]] constexpr unsigned DJ_COL_BLOCKS = %lldu;\n"
                       "[[maybe_unused]] constexpr unsigned DJ_FUSED_BLOCKS = %lldu;\n"
+                      "[[maybe_unused]] constexpr unsigned DJ_FUSED_COL_BLOCKS = %lldu;\n"
                       "[[maybe_unused]] constexpr int DJ_FUSED_STRIP = %d;\n"
                       "[[maybe_unused]] constexpr int DJ_FUSED_STRIP_WARPS = %d;\n"
                       "[[maybe_unused]] constexpr int DJ_CLUSTER = %d;\n"
@@ -639,7 +642,8 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "[[maybe_unused]] constexpr bool DJ_COLUMN_OP = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
-                      (long long)(fused ? 0 : col_blocks), (long long)fused, FUSED_STRIP, strip_warps, kn->cluster,
+                      (long long)(fused ? 0 : col_blocks), (long long)fused,
+                      (long long)(fused ? col_blocks : 0), FUSED_STRIP, strip_warps, kn->cluster,
                       k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false",
                       kn->how == COLUMNS ? "true" : "false");
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
@@ -686,15 +690,13 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->grid[1] = k->grid[2] = 1;
     k->block[0] = (unsigned)(kn->tpr * kn->rpb);
     k->block[1] = k->block[2] = 1;
+    /* A cluster plan's row groups are as many clusters as the device holds at once (see
+     * dj_fused_groups in rows_norm_backward.cuh), which loading finds out. */
+    if (fused && kn->cluster > 1) {
+        k->resident_cluster = (unsigned)kn->cluster;
+        k->resident_tail = (unsigned)col_blocks;
+    }
     return DNNJIT_STATUS_SUCCESS;
-}
-
-/* A cluster plan's clusters take rows as they are ready for them (see
- * rows_norm_backward.cuh), so the rows behind each cluster's partial column sums, and the
- * sums' last bits, change from run to run. */
-static uint32_t rows_notes(int knob)
-{
-    return knobs[knob].cluster > 1 ? DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC : 0;
 }
 
 const dnnjit__engine_t dnnjit__engine_rows = {
@@ -706,5 +708,4 @@ const dnnjit__engine_t dnnjit__engine_rows = {
     .rule = rows_rule,
     .fallback_knob = rows_fallback_knob,
     .generate = rows_generate,
-    .notes = rows_notes,
 };

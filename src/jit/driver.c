@@ -107,6 +107,7 @@ static const struct {
     {{"cuGraphExecDestroy"}, SLOT(cuGraphExecDestroy), true},
     {{"cuGraphDestroy"}, SLOT(cuGraphDestroy), true},
     {{"cuTensorMapEncodeTiled"}, SLOT(cuTensorMapEncodeTiled), true},
+    {{"cuOccupancyMaxActiveClusters"}, SLOT(cuOccupancyMaxActiveClusters), true},
 };
 
 static void load_driver(void)

@@ -215,6 +215,10 @@ typedef struct dnnjit__cuda_api {
                                                   void *address, const uint64_t *dims, const uint64_t *strides,
                                                   const uint32_t *box, const uint32_t *element_strides,
                                                   int interleave, int swizzle, int l2_promotion, int oob_fill);
+    /* Optional (CUDA 12.0+): the clusters of `fn` launched with `config` that the device
+     * holds at once. */
+    dnnjit__cu_result_t (*cuOccupancyMaxActiveClusters)(int *clusters, dnnjit__cu_function_t fn,
+                                                        const dnnjit__cu_launch_config_t *config);
 } dnnjit__cuda_api_t;
 
 /* Loads libcuda.so.1 ($DNNJIT_CUDA_LIBRARY overrides) through the loader once per process,

@@ -8,8 +8,8 @@
 // pointer allows it, else 1. With DJ_REGS the op's full inputs are read once and kept in
 // registers across its passes; otherwise every pass reads them again (the later reads
 // mostly hit L2). Math is in float, and every reduction combines in a fixed order, so a
-// plan gives the same bits on every run; the one exception, a cluster plan's column sums
-// (see dj_rows_fused), is noted NONDETERMINISTIC.
+// plan gives the same bits on every run (a cluster plan's column sums on every run on one
+// device: see dj_fused_groups).
 //
 // The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
 // DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_COL_BLOCKS (blocks in

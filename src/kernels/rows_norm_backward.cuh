@@ -255,66 +255,69 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
 // A fused plan. Its row groups are blocks, or with DJ_CLUSTER > 1 clusters of blocks that
 // share each row (see dj_cluster_rows). Each group takes a ticket (the first counter of
 // the scratch; a cluster's first block takes it for the cluster) as it starts: the first
-// DJ_FUSED_GROUPS tickets (as many groups as run at once) are row groups, which work on
-// rows and add each thread's dscale and dbias terms up in registers. A block works on
-// DJ_RPB rows at a time, from row ticket * DJ_RPB in steps of DJ_FUSED_GROUPS * DJ_RPB; a
-// cluster on rows it takes from the third counter, so that a cluster the GPU cannot start
-// until others finish (the GPU may hold fewer clusters than DJ_FUSED_GROUPS) finds no rows
-// left rather than doubling the time. A row group then adds its rows' sums up in shared
-// memory in row order (with several rows), stores them in its row of the scratch's
-// partial sums ([DJ_FUSED_GROUPS][2][DJ_COLS] floats after the counters) and counts each
-// of its blocks in the second counter. The later tickets are column groups, each block of
-// which takes strips of DJ_FUSED_STRIP columns, DJ_FUSED_STRIP_WARPS warps to a strip (fewer
-// when there are few row groups to add up, so that fewer blocks start): it waits until
-// every row block has counted itself, then adds its strips' partial sums up, a strip's
-// warps taking row groups in turn and combining in warp order: a fixed order, so a plan of
-// blocks gives the same bits every run. A cluster plan's do not: which rows a cluster's
-// partial sums cover depends on when it took them (rows.c notes such plans
-// NONDETERMINISTIC). Tickets rather than block indices decide the roles so that a column
-// block waits only for row blocks that have started, which then finish whatever the order
-// the GPU starts blocks in.
+// dj_fused_groups() tickets (as many groups as run at once) are row groups, which work on
+// rows and add each thread's dscale and dbias terms up in registers. A group works on
+// DJ_RPB rows at a time, from row ticket * DJ_RPB in steps of groups * DJ_RPB. A row group
+// then adds its rows' sums up in shared memory in row order (with several rows), stores
+// them in its row of the scratch's partial sums ([groups][2][DJ_COLS] floats after the
+// counters) and counts each of its blocks in the second counter. The later tickets are
+// column groups, each block of which takes strips of DJ_FUSED_STRIP columns,
+// DJ_FUSED_STRIP_WARPS warps to a strip (fewer when there are few row groups to add up, so
+// that fewer blocks start): it waits until every row block has counted itself, then adds
+// its strips' partial sums up, a strip's warps taking row groups in turn and combining in
+// warp order. The rows behind each partial sum and the order of the additions are fixed,
+// so every plan gives the same bits every run. Tickets rather than block indices decide
+// the roles so that a column block waits only for row blocks that have started, which
+// then finish whatever the order the GPU starts blocks in.
 // Declared once for the kernel rather than in dj_rows_fused, which both access widths
 // instantiate (a static shared array in each would take the memory twice).
 __shared__ __align__(16) float dj_fused_rows_sums[DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? DJ_RPB : 1]
                                                    [DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? 2 * DJ_COLS : 1];
 // (Read only by a fused plan's code, which the other plans never instantiate.)
 [[maybe_unused]] constexpr unsigned DJ_FUSED_GROUPS = DJ_FUSED_BLOCKS / DJ_CLUSTER;
+
+// The row groups: DJ_FUSED_GROUPS, or for a cluster plan the clusters the grid has before
+// its DJ_FUSED_COL_BLOCKS column blocks. The GPU may hold fewer clusters at once than
+// DJ_FUSED_GROUPS (45 of 8 blocks of 256 threads on the H200, not 49), and a row group it
+// cannot start until others finish would double the time, so loading fits the grid to the
+// clusters the device holds (resident_cluster in rows.c and plan.c).
+__device__ __forceinline__ unsigned dj_fused_groups()
+{
+    if constexpr (DJ_CLUSTER > 1)
+        return (gridDim.x - DJ_FUSED_COL_BLOCKS) / DJ_CLUSTER;
+    else
+        return DJ_FUSED_GROUPS;
+}
 static_assert(DJ_CLUSTER == 1 || DJ_RPB == 1, "a cluster works on one row at a time");
 
 // What a cluster's block tells every block of the cluster about a row: its sums of g and
-// g * xhat over its slice, and (from the first block) the row the cluster takes two rows
-// later. Rows use the sets of slots in turn, each set with a barrier in every block that
+// g * xhat over its slice. Rows use the sets of slots in turn, each set with a barrier in every block that
 // completes when all the cluster's blocks have stored theirs. A block stores for row n
 // after it has read the sums of row n - 2, which every block stored after reading those of
 // row n - 4 (see dj_cluster_rows), so a block may still read sets n - 3 .. n - 1: four
 // sets keep the stores off them.
 struct DjSlot {
     float a, b;
-    unsigned later;
 };
 constexpr int DJ_SLOT_SETS = 4;
 __shared__ DjSlot dj_slots[DJ_CLUSTER > 1 ? DJ_SLOT_SETS : 1][DJ_CLUSTER];
 __shared__ dj_u64 dj_slot_bars[DJ_CLUSTER > 1 ? DJ_SLOT_SETS : 1];
 
 // Stores this block's sums for the row of step `step` in slot `rank` of every block of
-// the cluster (thread r stores to block r), with warp 0's thread 0's `later`.
-__device__ __forceinline__ void dj_publish(dj_pair sums, unsigned later, int step, unsigned rank)
+// the cluster (thread r stores to block r).
+__device__ __forceinline__ void dj_publish(dj_pair sums, int step, unsigned rank)
 {
-    if (threadIdx.x < 32) {
-        later = __shfl_sync(0xffffffffu, later, 0);
-        if ((int)threadIdx.x < DJ_CLUSTER) {
-            const DjSlot &slot = dj_slots[step % DJ_SLOT_SETS][rank];
-            dj_store_cluster(dj_smem_u32(&slot.a), threadIdx.x, __float_as_uint(sums.a));
-            dj_store_cluster(dj_smem_u32(&slot.b), threadIdx.x, __float_as_uint(sums.b));
-            dj_store_cluster(dj_smem_u32(&slot.later), threadIdx.x, later);
-            dj_mbar_arrive_cluster(dj_smem_u32(&dj_slot_bars[step % DJ_SLOT_SETS]), threadIdx.x);
-        }
+    if ((int)threadIdx.x < DJ_CLUSTER) {
+        const DjSlot &slot = dj_slots[step % DJ_SLOT_SETS][rank];
+        dj_store_cluster(dj_smem_u32(&slot.a), threadIdx.x, __float_as_uint(sums.a));
+        dj_store_cluster(dj_smem_u32(&slot.b), threadIdx.x, __float_as_uint(sums.b));
+        dj_mbar_arrive_cluster(dj_smem_u32(&dj_slot_bars[step % DJ_SLOT_SETS]), threadIdx.x);
     }
 }
 
 // Waits for every block's sums for the row of step `step` and adds them up in rank order,
-// so that all blocks get the same bits; `later` receives the first block's.
-__device__ __forceinline__ dj_pair dj_collect(int step, unsigned &later)
+// so that all blocks get the same bits.
+__device__ __forceinline__ dj_pair dj_collect(int step)
 {
     const int set = step % DJ_SLOT_SETS;
     dj_mbar_wait_cluster(dj_smem_u32(&dj_slot_bars[set]), (unsigned)(step / DJ_SLOT_SETS) & 1u);
@@ -322,7 +325,6 @@ __device__ __forceinline__ dj_pair dj_collect(int step, unsigned &later)
 #pragma unroll
     for (int r = 1; r < DJ_CLUSTER; r++)
         total = dj_sum(total, dj_pair{dj_slots[set][r].a, dj_slots[set][r].b});
-    later = dj_slots[set][0].later;
     return total;
 }
 
@@ -332,15 +334,13 @@ __device__ __forceinline__ dj_pair dj_collect(int step, unsigned &later)
 // publishes its sums before it waits for the current row's, which hides that wait behind
 // the next row's loads (on 4096x32768 bf16 layer norm backward, 2.47 TB/s against 2.15
 // waiting in turn; prefetching three or four rows ahead into L2 rather than two gained
-// nothing, nor did one barrier per block-wide sum instead of two). `row` and `next`
-// are the cluster's first two rows; the first block holds the third in `pending` and takes
-// each further row from `tickets` one row ahead of publishing it.
+// nothing, nor did one barrier per block-wide sum instead of two). The cluster's rows are
+// `row`, then every `step_rows`-th row after it.
 template <int V>
-__device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned rank, dj_i64 row, dj_i64 next,
-                                                unsigned pending, unsigned *tickets, DjColSums<V> &col_sums)
+__device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned rank, dj_i64 row, dj_i64 step_rows,
+                                                DjColSums<V> &col_sums)
 {
     const int lane = (int)threadIdx.x;
-    const bool taker = rank == 0 && threadIdx.x == 0;
     const auto slice = [&](dj_i64 r) { return DjRow<V>{r, (int)rank, lane, 0, r < DJ_ROWS}; };
     const auto prefetch = [&](dj_i64 r) {
         const DjRow<V> rw = slice(r);
@@ -354,26 +354,22 @@ __device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned ran
     DjHeldRow<V> first, second;
     const DjScale<V> scales(slice(row), args);
     int step = 0;
+    dj_i64 next = row + step_rows;
     prefetch(next);
-    dj_publish(dj_row_sum(dj_norm_backward_sums(slice(row), args, scales, first), slice(row)), pending, step, rank);
-    if (taker)
-        pending = atomicAdd(tickets, 1u);
+    dj_publish(dj_row_sum(dj_norm_backward_sums(slice(row), args, scales, first), slice(row)), step, rank);
     // One step: the next row's first pass and sums out, the current row's sums in, its
     // second pass. Written for both assignments of the two held rows, which keeps them in
     // registers (an array indexed by the step's parity would not be).
     const auto advance = [&](DjHeldRow<V> &cur, DjHeldRow<V> &nxt) {
         if (next < DJ_ROWS) {
             const DjRow<V> rw = slice(next);
-            dj_publish(dj_row_sum(dj_norm_backward_sums(rw, args, scales, nxt), rw), pending, step + 1, rank);
-            if (taker)
-                pending = atomicAdd(tickets, 1u);
+            dj_publish(dj_row_sum(dj_norm_backward_sums(rw, args, scales, nxt), rw), step + 1, rank);
         }
-        unsigned later;
-        const dj_pair total = dj_collect(step, later);
-        prefetch(later);
+        const dj_pair total = dj_collect(step);
+        prefetch(next + step_rows);
         dj_norm_backward_dx<V, true>(slice(row), args, scales, cur, total, col_sums);
         row = next;
-        next = later;
+        next += step_rows;
         step++;
         return row < DJ_ROWS;
     };
@@ -408,9 +404,8 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
     unsigned *const counters = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
     float *const partial = (float *)(counters + DJ_SCRATCH_COUNTERS);
     const unsigned rank = DJ_CLUSTER > 1 ? dj_cluster_rank() : 0u;
-    // The ticket and, for a cluster row group, its first two rows.
-    __shared__ unsigned start[3];
-    unsigned pending = 0;
+    const unsigned groups = dj_fused_groups();
+    __shared__ unsigned ticket;
     if constexpr (DJ_CLUSTER > 1) {
         if (threadIdx.x == 0) {
             for (int s = 0; s < DJ_SLOT_SETS; s++)
@@ -422,30 +417,23 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
         dj_cluster_sync();
         if (rank == 0 && threadIdx.x == 0) {
             const unsigned t = atomicAdd(counters, 1u);
-            const bool rows = t < DJ_FUSED_GROUPS;
-            const unsigned r0 = rows ? atomicAdd(counters + 2, 1u) : 0u;
-            const unsigned r1 = rows ? atomicAdd(counters + 2, 1u) : 0u;
-            pending = rows ? atomicAdd(counters + 2, 1u) : 0u;
-            for (unsigned r = 0; r < DJ_CLUSTER; r++) {
-                dj_store_cluster(dj_smem_u32(&start[0]), r, t);
-                dj_store_cluster(dj_smem_u32(&start[1]), r, r0);
-                dj_store_cluster(dj_smem_u32(&start[2]), r, r1);
-            }
+            for (unsigned r = 0; r < DJ_CLUSTER; r++)
+                dj_store_cluster(dj_smem_u32(&ticket), r, t);
         }
         dj_cluster_sync();
     } else {
         if (threadIdx.x == 0)
-            start[0] = atomicAdd(counters, 1u);
+            ticket = atomicAdd(counters, 1u);
         __syncthreads();
     }
-    const unsigned mine = start[0];
-    if (mine < DJ_FUSED_GROUPS) {
+    const unsigned mine = ticket;
+    if (mine < groups) {
         DjColSums<V> sums;
         sums.zero();
         const int lane = (int)threadIdx.x % DJ_TPR, sub = (int)threadIdx.x / DJ_TPR;
         if constexpr (DJ_CLUSTER > 1) {
-            if (start[1] < DJ_ROWS)
-                dj_cluster_rows<V>(args, rank, start[1], start[2], pending, counters + 2, sums);
+            // A group has a row: loading keeps at most one cluster a row (rows.c's fused_groups).
+            dj_cluster_rows<V>(args, rank, mine, groups, sums);
             // No block may leave while another can still store to its shared memory. A
             // block's last wait already covers every store made to it, but only a cluster
             // barrier says so in a way tools (compute-sanitizer's racecheck) can check, at
@@ -502,7 +490,7 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
     }
     if (threadIdx.x == 0) {
         const volatile unsigned *const arrived = counters + 1;
-        while (*arrived < DJ_FUSED_BLOCKS)
+        while (*arrived < groups * DJ_CLUSTER)
             __nanosleep(200);
         __threadfence();
     }
@@ -510,12 +498,12 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
     constexpr int STRIPS = WARPS / DJ_FUSED_STRIP_WARPS;
     static_assert(STRIPS * DJ_FUSED_STRIP_WARPS == WARPS && DJ_FUSED_STRIP == 32, "a strip is a warp wide");
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, turn = warp % DJ_FUSED_STRIP_WARPS;
-    const int strip = ((int)(mine - DJ_FUSED_GROUPS) * DJ_CLUSTER + (int)rank) * STRIPS + warp / DJ_FUSED_STRIP_WARPS;
+    const int strip = ((int)(mine - groups) * DJ_CLUSTER + (int)rank) * STRIPS + warp / DJ_FUSED_STRIP_WARPS;
     const int col = strip * DJ_FUSED_STRIP + lane;
     float dscale = 0.0f, dbias = 0.0f;
     if (col < DJ_COLS) {
         // Past L1 (__ldcg): the sums come from other SMs.
-        for (dj_i64 b = turn; b < DJ_FUSED_GROUPS; b += DJ_FUSED_STRIP_WARPS) {
+        for (dj_i64 b = turn; b < groups; b += DJ_FUSED_STRIP_WARPS) {
             dscale += __ldcg(partial + b * 2 * DJ_COLS + col);
             dbias += __ldcg(partial + b * 2 * DJ_COLS + DJ_COLS + col);
         }

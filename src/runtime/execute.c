@@ -223,7 +223,7 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
         if (!s && k->tma_count && (s = encode_tensor_maps(g, gi, b, &args, maps)))
             return s;
         if (!s)
-            s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, k->grid, k->block, NULL,
+            s = dnnjit__driver_launch((dnnjit__cu_function_t)b->function, b->grid, k->block, NULL,
                                       k->cooperative ? DNNJIT__LAUNCH_COOPERATIVE : dependent, k->shared_bytes,
                                       (dnnjit__cu_stream_t)stream, params);
         if (s) {

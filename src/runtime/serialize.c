@@ -15,9 +15,11 @@
 #include <string.h>
 
 #define BLOB_MAGIC "DNNJITGR"
-/* Format 4: kernels for sm_90 and later begin with dj_grid_dependency, which execute's
- * dependent launches rely on; a format-3 blob's CUBINs lack it. */
-#define BLOB_FORMAT 4u
+/* Format 5: a kernel's launch shape has the cluster size and tail blocks of a grid that
+ * loading fits to the device (dnnjit__kernel_t's resident_cluster), after its cooperative
+ * flag. Format 4 had kernels for sm_90 and later begin with dj_grid_dependency, which
+ * execute's dependent launches rely on; a format-3 blob's CUBINs lack it. */
+#define BLOB_FORMAT 5u
 #define HEADER_SIZE 32
 
 /* Bounds far above anything dnnjit writes; a field beyond one is damage. */
@@ -26,6 +28,7 @@
 #define MAX_ENGINE_NAME 64u
 #define MAX_SHARED_BYTES (1u << 20)    /* above every GPU's shared memory per block */
 #define MAX_BLOCK_THREADS 1024u
+#define MAX_CLUSTER 16u                /* blocks a cluster may have (16 on sm_90, non-portable) */
 #define MAX_SCRATCH_BYTES ((uint64_t)1 << 40)
 
 /* ---- writing ------------------------------------------------------------------------ */
@@ -122,6 +125,8 @@ static void write_body(writer_t *w, dnnjit_graph_t g, const char *arch, const ch
             put_u32(w, k->block[d]);
         put_u32(w, k->shared_bytes);
         put_u32(w, k->cooperative);
+        put_u32(w, k->resident_cluster);
+        put_u32(w, k->resident_tail);
         put_u32(w, (uint32_t)k->scratch_slot);
         put_u64(w, (uint64_t)k->scratch_bytes);
         put_u64(w, (uint64_t)k->scratch_zero_bytes);
@@ -470,6 +475,7 @@ static dnnjit_status_t read_kernel(reader_t *r, dnnjit_graph_t g, int64_t i, dnn
         threads *= (k->block[d] = get_u32(r, "the block"));
     k->shared_bytes = get_u32(r, "the shared memory size");
     uint32_t cooperative = get_u32(r, "the cooperative flag");
+    uint32_t cluster = get_u32(r, "the resident cluster size"), tail = get_u32(r, "the blocks after the clusters");
     uint32_t scratch_slot = get_u32(r, "the scratch slot");
     uint64_t scratch = get_u64(r, "the scratch size"), zeroed = get_u64(r, "the scratch size to zero");
     if (r->status)
@@ -480,6 +486,12 @@ static dnnjit_status_t read_kernel(reader_t *r, dnnjit_graph_t g, int64_t i, dnn
                    "%u shared bytes, cooperative flag %u is impossible", (long long)i, k->entry, k->grid[0], k->grid[1],
                    k->grid[2], k->block[0], k->block[1], k->block[2], k->shared_bytes, cooperative);
     k->cooperative = cooperative;
+    /* Loading keeps the clusters that fit and then the tail (fitted_grid in plan.c). */
+    if (cluster > MAX_CLUSTER || (cluster && (tail >= k->grid[0] || (k->grid[0] - tail) % cluster)))
+        return bad(r, DNNJIT_STATUS_PARSE_ERROR, "kernel %lld (%s): a grid of %u blocks as clusters of %u then %u blocks "
+                   "is impossible", (long long)i, k->entry, k->grid[0], cluster, tail);
+    k->resident_cluster = cluster;
+    k->resident_tail = tail;
     k->tensor_count = read_slots(r, g, i, false, k->tensors, DNNJIT__MAX_KERNEL_TENSORS);
     k->scalar_count = read_slots(r, g, i, true, k->scalars, DNNJIT__MAX_KERNEL_SCALARS);
     /* Execute writes the scratch address into DjArgs.ptr[scratch_slot] and zeroes the first
@@ -532,7 +544,8 @@ static dnnjit_status_t check_generated(reader_t *r, dnnjit_graph_t g, int64_t i,
     const char *differs =
         strcmp(want.entry, k->entry) != 0 ? "entry name"
         : memcmp(want.grid, k->grid, sizeof want.grid) != 0 || memcmp(want.block, k->block, sizeof want.block) != 0 ||
-                want.shared_bytes != k->shared_bytes || want.cooperative != k->cooperative
+                want.shared_bytes != k->shared_bytes || want.cooperative != k->cooperative ||
+                want.resident_cluster != k->resident_cluster || want.resident_tail != k->resident_tail
             ? "launch shape"
         : want.scratch_slot != k->scratch_slot || want.scratch_bytes != k->scratch_bytes ||
                 want.scratch_zero_bytes != k->scratch_zero_bytes
