@@ -291,11 +291,11 @@ __device__ __forceinline__ unsigned dj_fused_groups()
 static_assert(DJ_CLUSTER == 1 || DJ_RPB == 1, "a cluster works on one row at a time");
 
 // What a cluster's block tells every block of the cluster about a row: its sums of g and
-// g * xhat over its slice. Rows use the sets of slots in turn, each set with a barrier in every block that
-// completes when all the cluster's blocks have stored theirs. A block stores for row n
-// after it has read the sums of row n - 2, which every block stored after reading those of
-// row n - 4 (see dj_cluster_rows), so a block may still read sets n - 3 .. n - 1: four
-// sets keep the stores off them.
+// g * xhat over its slice. Rows use the sets of slots in turn, each set with a barrier in
+// every block that completes when all the cluster's blocks have stored theirs. A block
+// stores for row n after it has read the sums of row n - 2, which every block stored after
+// reading those of row n - 4 (see dj_cluster_rows), so a block may still read sets
+// n - 3 .. n - 1: four sets keep the stores off them.
 struct DjSlot {
     float a, b;
 };
