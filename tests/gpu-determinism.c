@@ -148,43 +148,18 @@ static void same_bits(dnnjit_graph_t g, pick_t pick, int limit, double lo, doubl
     dnnjit_graph_destroy(g);
 }
 
-static dnnjit_tensor_t stats_tensor(dnnjit_graph_t g, const char *name, int64_t rows)
-{
-    return tu_tensor(g, name, 2, TU_DIMS(rows, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
-}
-
 static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms)
 {
-    dnnjit_graph_t g = tu_gpu_graph(io);
-    dnnjit_tensor_t dy = tu_tensor(g, "dy", 2, TU_DIMS(rows, cols), NULL, 0);
-    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0);
-    dnnjit_tensor_t scale = tu_tensor(g, "scale", 2, TU_DIMS(1, cols), NULL, 0);
-    dnnjit_tensor_t inv = stats_tensor(g, "inv", rows), dx, ds, db;
-    if (rms) {
-        TU_OK(dnnjit_graph_rmsnorm_backward(g, dy, x, scale, inv, NULL, &dx, &ds, &db));
-    } else {
-        dnnjit_tensor_t mean = stats_tensor(g, "mean", rows);
-        TU_OK(dnnjit_graph_layernorm_backward(g, dy, x, scale, mean, inv, NULL, &dx, &ds, &db));
-    }
-    tu_output(g, dx);
-    tu_output(g, ds);
-    tu_output(g, db);
-    char label[64];
-    snprintf(label, sizeof label, "%s backward %s %lldx%lld", rms ? "rmsnorm" : "layernorm",
-             dnnjit_data_type_name(io), (long long)rows, (long long)cols);
+    char label[96];
+    dnnjit_graph_t g = tu_norm_backward_graph(io, rows, cols, rms, true, label, sizeof label);
     /* Positive inputs, as in gpu-rows: sums of both signs over a column could cancel. */
     same_bits(g, rows_or_fallback, 0, 0.1, 1.0, tu_tolerance(io), label);
 }
 
 static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool columns, dnnjit_reduction_mode_t mode)
 {
-    dnnjit_graph_t g = tu_gpu_graph(io);
-    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0), y;
-    TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = columns ? 1 : 2}, &y));
-    tu_output(g, y);
-    char label[64];
-    snprintf(label, sizeof label, "%sreduction %s %s %lldx%lld", columns ? "column " : "",
-             dnnjit_reduction_mode_name(mode), dnnjit_data_type_name(io), (long long)rows, (long long)cols);
+    char label[96];
+    dnnjit_graph_t g = tu_reduction_graph(io, rows, cols, NULL, columns, mode, label, sizeof label);
     same_bits(g, rows_or_fallback, 0, -1.0, 1.0, tu_tolerance(io), label);
 }
 

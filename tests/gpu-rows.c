@@ -73,10 +73,6 @@ static void check(dnnjit_graph_t g, double lo, double hi, double tol, bool sweep
     dnnjit_graph_destroy(g);
 }
 
-static dnnjit_tensor_t stats_tensor(dnnjit_graph_t g, const char *name, int64_t rows)
-{
-    return tu_tensor(g, name, 2, TU_DIMS(rows, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
-}
 
 /* The width index a sweep of every plan runs at. */
 enum { SWEEP_WIDTH = 3 };
@@ -139,42 +135,19 @@ static void norm_forward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool
 
 static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias, bool sweep)
 {
-    dnnjit_graph_t g = tu_gpu_graph(io);
-    dnnjit_tensor_t dy = tu_tensor(g, "dy", 2, TU_DIMS(rows, cols), NULL, 0);
-    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0);
-    dnnjit_tensor_t scale = tu_tensor(g, "scale", 2, TU_DIMS(1, cols), NULL, 0);
-    dnnjit_tensor_t inv = stats_tensor(g, "inv", rows), dx, ds, db = 0;
-    if (rms) {
-        TU_OK(dnnjit_graph_rmsnorm_backward(g, dy, x, scale, inv, NULL, &dx, &ds, dbias ? &db : NULL));
-    } else {
-        dnnjit_tensor_t mean = stats_tensor(g, "mean", rows);
-        TU_OK(dnnjit_graph_layernorm_backward(g, dy, x, scale, mean, inv, NULL, &dx, &ds, dbias ? &db : NULL));
-    }
-    tu_output(g, dx);
-    tu_output(g, ds);
-    tu_output(g, db);
     char label[96];
-    snprintf(label, sizeof label, "%s backward%s %s %lldx%lld", rms ? "rmsnorm" : "layernorm", dbias ? " +dbias" : "",
-             dnnjit_data_type_name(io), (long long)rows, (long long)cols);
+    dnnjit_graph_t g = tu_norm_backward_graph(io, rows, cols, rms, dbias, label, sizeof label);
     /* Positive inputs: DBIAS (and RMS norm's DSCALE) of a narrow row is a sum over the rows
      * of a single column, which values of both signs could cancel to near zero, where any
      * float sum's rounding is a large relative error. */
     check(g, 0.1, 1.0, tu_tolerance(io), sweep, label);
 }
 
-/* A reduction of x [rows, cols] (strides `stride`, NULL: packed) over axis 1, one result
- * per row, or with `columns` over axis 0, one result per column. */
 static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, const int64_t *stride, bool columns,
                       dnnjit_reduction_mode_t mode, bool sweep)
 {
-    dnnjit_graph_t g = tu_gpu_graph(io);
-    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), stride, 0), y;
-    TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = columns ? 1 : 2}, &y));
-    tu_output(g, y);
     char label[96];
-    snprintf(label, sizeof label, "%sreduction %s %s %lldx%lld%s", columns ? "column " : "",
-             dnnjit_reduction_mode_name(mode), dnnjit_data_type_name(io), (long long)rows, (long long)cols,
-             stride ? " strided" : "");
+    dnnjit_graph_t g = tu_reduction_graph(io, rows, cols, stride, columns, mode, label, sizeof label);
     /* Products of values near 1 stay representable over long rows. */
     bool mul = mode == DNNJIT_REDUCTION_MUL;
     check(g, mul ? 0.99 : -1.0, mul ? 1.01 : 1.0, tu_tolerance(io), sweep, label);
@@ -400,7 +373,7 @@ static void fused_others(void **state)
         dnnjit_tensor_t mask = tu_tensor(g, "mask", 2, TU_DIMS(ROWS, cols), NULL, 0);
         x = tu_tensor(g, "x", 2, TU_DIMS(ROWS, cols), NULL, 0);
         scale = tu_tensor(g, "scale", 2, TU_DIMS(1, cols), NULL, 0);
-        inv = stats_tensor(g, "inv", ROWS);
+        inv = tu_stats_tensor(g, "inv", ROWS);
         dnnjit_tensor_t dx, ds, db;
         TU_OK(dnnjit_graph_rmsnorm_backward(g, tu_pointwise(g, DNNJIT_POINTWISE_MUL, dy, mask), x, scale, inv, NULL, &dx, &ds,
                                             &db));

@@ -78,6 +78,46 @@ dnnjit_graph_t tu_gpu_matmul_graph(dnnjit_data_type_t io_type, int64_t batch, in
     return g;
 }
 
+dnnjit_tensor_t tu_stats_tensor(dnnjit_graph_t g, const char *name, int64_t rows)
+{
+    return tu_tensor(g, name, 2, TU_DIMS(rows, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
+}
+
+dnnjit_graph_t tu_norm_backward_graph(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias,
+                                      char *label, size_t label_size)
+{
+    dnnjit_graph_t g = tu_gpu_graph(io);
+    dnnjit_tensor_t dy = tu_tensor(g, "dy", 2, TU_DIMS(rows, cols), NULL, 0);
+    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), NULL, 0);
+    dnnjit_tensor_t scale = tu_tensor(g, "scale", 2, TU_DIMS(1, cols), NULL, 0);
+    dnnjit_tensor_t inv = tu_stats_tensor(g, "inv", rows), dx, ds, db = 0;
+    if (rms) {
+        TU_OK(dnnjit_graph_rmsnorm_backward(g, dy, x, scale, inv, NULL, &dx, &ds, dbias ? &db : NULL));
+    } else {
+        dnnjit_tensor_t mean = tu_stats_tensor(g, "mean", rows);
+        TU_OK(dnnjit_graph_layernorm_backward(g, dy, x, scale, mean, inv, NULL, &dx, &ds, dbias ? &db : NULL));
+    }
+    tu_output(g, dx);
+    tu_output(g, ds);
+    tu_output(g, db);
+    snprintf(label, label_size, "%s backward%s %s %lldx%lld", rms ? "rmsnorm" : "layernorm", dbias ? " +dbias" : "",
+             dnnjit_data_type_name(io), (long long)rows, (long long)cols);
+    return g;
+}
+
+dnnjit_graph_t tu_reduction_graph(dnnjit_data_type_t io, int64_t rows, int64_t cols, const int64_t *stride,
+                                  bool columns, dnnjit_reduction_mode_t mode, char *label, size_t label_size)
+{
+    dnnjit_graph_t g = tu_gpu_graph(io);
+    dnnjit_tensor_t x = tu_tensor(g, "x", 2, TU_DIMS(rows, cols), stride, 0), y;
+    TU_OK(dnnjit_graph_reduction(g, x, &(dnnjit_reduction_attr_t){.mode = mode, .axes = columns ? 1 : 2}, &y));
+    tu_output(g, y);
+    snprintf(label, label_size, "%sreduction %s %s %lldx%lld%s", columns ? "column " : "",
+             dnnjit_reduction_mode_name(mode), dnnjit_data_type_name(io), (long long)rows, (long long)cols,
+             stride ? " strided" : "");
+    return g;
+}
+
 double tu_tolerance(dnnjit_data_type_t io_type)
 {
     return io_type == DNNJIT_DATA_TYPE_FLOAT || io_type == DNNJIT_DATA_TYPE_DOUBLE ? 1e-5 : 1e-2;

@@ -21,6 +21,17 @@ dnnjit_graph_t tu_gpu_graph(dnnjit_data_type_t io_type);
 /* C = A @ B on the shared device handle, A [batch, m, k] and B [batch, k, n] dense, C an
  * output. */
 dnnjit_graph_t tu_gpu_matmul_graph(dnnjit_data_type_t io_type, int64_t batch, int64_t m, int64_t k, int64_t n);
+/* A [rows, 1] FLOAT tensor: a row op's saved statistics (mean, inverse variance). */
+dnnjit_tensor_t tu_stats_tensor(dnnjit_graph_t g, const char *name, int64_t rows);
+/* Row graphs the rows-engine tests share; each writes a label naming it into `label`.
+ * Layer (or with `rms` RMS) norm backward of dy and x [rows, cols] with scale [1, cols]
+ * and saved statistics: DX and DSCALE outputs, and DBIAS with `dbias`. */
+dnnjit_graph_t tu_norm_backward_graph(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias,
+                                      char *label, size_t label_size);
+/* A reduction of x [rows, cols] (strides `stride`, NULL: packed) over axis 1, one result
+ * per row, or with `columns` over axis 0, one result per column. */
+dnnjit_graph_t tu_reduction_graph(dnnjit_data_type_t io, int64_t rows, int64_t cols, const int64_t *stride,
+                                  bool columns, dnnjit_reduction_mode_t mode, char *label, size_t label_size);
 /* The relative-error bound for outputs computed from inputs of this type. */
 double tu_tolerance(dnnjit_data_type_t io_type);
 /* Builds the graph with the given modes, then for EVERY plan: fresh random inputs in
