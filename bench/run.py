@@ -253,8 +253,8 @@ def paired_gemms(build, cache_dir, rounds=5):
     A, B = (torch.randn(w.n, w.n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     cases["gemm_4096_bf16_randn"] = (built(matmul(A, B, plain)), 10, {"cublas_us": lambda: torch.matmul(A, B)})
     # The sweep's square shapes that issue 5 sets a target for, on dnnjit-bench's values.
-    for key in PAIRED_SWEEP:
-        dtype, n = getattr(torch, SWEEP_DTYPES[key.split("/")[1]]), int(key.split("/")[2].split("x")[0])
+    for key, (_, dtype_name, n) in PAIRED_SWEEP.items():
+        dtype = getattr(torch, dtype_name)
         a, b = bench_values(torch, (n, n), dtype), bench_values(torch, (n, n), dtype)
         cases[key] = (built(matmul(a, b, plain, dtype), data_types[dtype]), 10 if n <= 4096 else 3,
                       {"cublas_us": lambda a=a, b=b: torch.matmul(a, b)})
@@ -400,19 +400,21 @@ GEMM_ROWS = [
       "torch._scaled_mm with use_fast_accum": "torch_scaled_mm_fast_accum_us"}),
 ]
 
-# The GEMM sweep's cases that paired_gemms times too: the square ones of issue 5's targets
-# (0.95x cuBLAS at 4096^3 and 8192^3, bf16 and fp16) but the first table's 4096^3 bf16. Their
-# ratios from dnnjit-bench's sequence drift with the clocks (0.94x, then 0.98x in turns, for
-# fp16 8192^3 in one run).
-PAIRED_SWEEP = ["gemm_sweep/bf16/8192x8192x8192", "gemm_sweep/fp16/4096x4096x4096", "gemm_sweep/fp16/8192x8192x8192"]
-SWEEP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+# The GEMM sweep's cases that paired_gemms times too, with their labels, torch dtypes and
+# sizes: the square shapes of issue 5's targets (0.95x cuBLAS at 4096^3 and 8192^3, bf16 and
+# fp16) other than the first table's 4096^3 bf16. Their ratios from dnnjit-bench's sequence
+# drift with the clocks (fp16 8192^3: 0.94x there, 0.98x in turns, in one run).
+PAIRED_SWEEP = {
+    "gemm_sweep/bf16/8192x8192x8192": ("GEMM 8192³ bf16 (sweep)", "bfloat16", 8192),
+    "gemm_sweep/fp16/4096x4096x4096": ("GEMM 4096³ fp16 (sweep)", "float16", 4096),
+    "gemm_sweep/fp16/8192x8192x8192": ("GEMM 8192³ fp16 (sweep)", "float16", 8192),
+}
 
 # The cases paired_gemms times: the first table's, its 4096³ case on normal values, and the
 # sweep's in PAIRED_SWEEP.
 PAIRED_ROWS = GEMM_ROWS + [("gemm_4096_bf16_randn", "GEMM 4096³ bf16 on torch.randn's values",
                             {"cuBLAS (torch.matmul)": "cublas_us"})] + [
-    (key, f"GEMM {key.split('/')[2].split('x')[0]}³ {key.split('/')[1]} (sweep)", {"cuBLAS (torch.matmul)": "cublas_us"})
-    for key in PAIRED_SWEEP]
+    (key, label, {"cuBLAS (torch.matmul)": "cublas_us"}) for key, (label, _, _) in PAIRED_SWEEP.items()]
 
 
 def table(result, figure=""):
@@ -533,8 +535,8 @@ PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "gemm
 
 def gemm_ratios(c):
     """(label, torch time / dnnjit time) for each GEMM case with a peer, in the tables' order:
-    the sweep's shapes against cuBLAS (in turns where the result has those times), then the first table's GEMM rows against their fastest
-    torch peer, which the label names: timed in turns where the result has those times
+    the sweep's shapes against cuBLAS, then the first table's GEMM rows against their fastest
+    torch peer, which the label names; each timed in turns where the result has those times
     (see paired_gemms), else apart."""
     bars = [(name[len("gemm_sweep/"):] + ", in turns", case["paired"]["cublas_ratio"]) if "paired" in case
             else (name[len("gemm_sweep/"):], case["cublas_us"] / case["us"])
