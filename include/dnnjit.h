@@ -623,13 +623,16 @@ typedef enum dnnjit_build_plan_policy {
  * engine's last), so its first plan never has it. */
 #define DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION (1u << 1)
 /* The plan's results can differ in their last bits from one run to the next on the same
- * inputs (a sum whose split among blocks depends on the order the GPU runs them). No plan
- * of this version has it: every engine combines its partial results in a fixed order, so
- * a plan gives the same bits every run on the same device. (The rows engine's cluster
- * plans, names ending in _c2, _c4 or _c8, split rows among as many clusters as the device
- * holds at once, so their DSCALE and DBIAS may differ in the last bits between devices
- * that hold different numbers.) A caller who needs the same bits every run skips the
- * plans with this note (dnnjit_graph_get_plan_behavior_notes). */
+ * inputs (a sum whose split among blocks depends on the order the GPU runs them). Only the
+ * rows engine's norm backward plans named ..._c8_tickets have it: their clusters take rows
+ * as they are ready for them, which makes wide rows a few percent faster but changes the
+ * rows each partial DSCALE and DBIAS sum covers. Every other plan combines its partial
+ * results in a fixed order and gives the same bits every run on the same device. (The
+ * other cluster plans, names ending in _c2, _c4 or _c8, split rows among as many clusters
+ * as the device holds at once, so their DSCALE and DBIAS may differ in the last bits
+ * between devices that hold different numbers.) Mode A lists plans with this note after
+ * every plan without it. A caller who needs the same bits every run skips them
+ * (dnnjit_graph_get_plan_behavior_notes). */
 #define DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC (1u << 2)
 
 /* Validates the graph and partitions it into groups; afterwards the graph can no longer

@@ -6,8 +6,8 @@
  * alone, then while the same plan runs on a second set of buffers on another stream (so
  * that the two share the SMs and the blocks run in another order), then alone again. The
  * first run must match the reference executor and the other two must match the first bit
- * for bit. Plans with the note (none now) would be run too, and whether their bits changed
- * printed, not asserted. Skipped (77) without a GPU. */
+ * for bit. Plans with the note (the rows engine's cluster plans with row tickets) run too,
+ * and whether their bits changed is printed, not asserted. Skipped (77) without a GPU. */
 #include "gpu_buffers.h"
 
 #include <stdio.h>

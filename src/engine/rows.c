@@ -54,24 +54,28 @@ typedef struct knob {
                      * columns each, their row sums meeting in distributed shared memory;
                      * 1 for everything else */
     bool shared_sums; /* FUSED: each thread's column sums in shared memory, not registers */
+    bool row_tickets; /* FUSED cluster plans: clusters take rows by ticket as they are ready
+                       * for them, rather than every groups-th row, so which rows each
+                       * partial column sum covers (and DSCALE's and DBIAS's last bits)
+                       * changes from run to run: noted NONDETERMINISTIC (rows_notes) */
 } knob_t;
 
 static const knob_t knobs[] = {
-    {1, 128, true, REGISTERS, 0, 1, false},    {1, 128, false, REGISTERS, 0, 1, false},
-    {4, 32, true, REGISTERS, 0, 1, false},     {4, 32, false, REGISTERS, 0, 1, false},
-    {8, 16, true, REGISTERS, 0, 1, false},     {8, 16, false, REGISTERS, 0, 1, false},
-    {16, 8, true, REGISTERS, 0, 1, false},     {16, 8, false, REGISTERS, 0, 1, false},
-    {32, 4, true, REGISTERS, 0, 1, false},     {32, 4, false, REGISTERS, 0, 1, false},
-    {32, 8, true, REGISTERS, 0, 1, false},     {32, 8, false, REGISTERS, 0, 1, false},
-    {64, 2, true, REGISTERS, 0, 1, false},     {64, 2, false, REGISTERS, 0, 1, false},
-    {128, 1, true, REGISTERS, 0, 1, false},    {128, 1, false, REGISTERS, 0, 1, false},
-    {256, 1, true, REGISTERS, 0, 1, false},    {256, 1, false, REGISTERS, 0, 1, false},
-    {512, 1, true, REGISTERS, 0, 1, false},    {512, 1, false, REGISTERS, 0, 1, false},
-    {1024, 1, true, REGISTERS, 0, 1, false},   {1024, 1, false, REGISTERS, 0, 1, false},
-    {1024, 1, true, STREAM, 0, 1, false},      {1024, 1, false, STREAM, 0, 1, false},
-    {256, 1, true, STREAM, 0, 1, false},       {256, 1, false, STREAM, 0, 1, false},
-    {1024, 1, true, SPLIT, 0, 1, false},       {1024, 1, false, SPLIT, 0, 1, false},
-    {256, 1, true, SPLIT, 0, 1, false},        {256, 1, false, SPLIT, 0, 1, false},
+    {1, 128, true, REGISTERS, 0, 1, false, false},    {1, 128, false, REGISTERS, 0, 1, false, false},
+    {4, 32, true, REGISTERS, 0, 1, false, false},     {4, 32, false, REGISTERS, 0, 1, false, false},
+    {8, 16, true, REGISTERS, 0, 1, false, false},     {8, 16, false, REGISTERS, 0, 1, false, false},
+    {16, 8, true, REGISTERS, 0, 1, false, false},     {16, 8, false, REGISTERS, 0, 1, false, false},
+    {32, 4, true, REGISTERS, 0, 1, false, false},     {32, 4, false, REGISTERS, 0, 1, false, false},
+    {32, 8, true, REGISTERS, 0, 1, false, false},     {32, 8, false, REGISTERS, 0, 1, false, false},
+    {64, 2, true, REGISTERS, 0, 1, false, false},     {64, 2, false, REGISTERS, 0, 1, false, false},
+    {128, 1, true, REGISTERS, 0, 1, false, false},    {128, 1, false, REGISTERS, 0, 1, false, false},
+    {256, 1, true, REGISTERS, 0, 1, false, false},    {256, 1, false, REGISTERS, 0, 1, false, false},
+    {512, 1, true, REGISTERS, 0, 1, false, false},    {512, 1, false, REGISTERS, 0, 1, false, false},
+    {1024, 1, true, REGISTERS, 0, 1, false, false},   {1024, 1, false, REGISTERS, 0, 1, false, false},
+    {1024, 1, true, STREAM, 0, 1, false, false},      {1024, 1, false, STREAM, 0, 1, false, false},
+    {256, 1, true, STREAM, 0, 1, false, false},       {256, 1, false, STREAM, 0, 1, false, false},
+    {1024, 1, true, SPLIT, 0, 1, false, false},       {1024, 1, false, SPLIT, 0, 1, false, false},
+    {256, 1, true, SPLIT, 0, 1, false, false},        {256, 1, false, SPLIT, 0, 1, false, false},
     /* Fused norm backward (plan_penalty ranks them): 8 elements a thread for 4096-wide
      * rows, 16, 4 (the most threads), 2 chunks of 1000-wide floats, 2 of 1000-wide 16-bit
      * rows (four rows to a block: a quarter of the partial sums). 1024 threads per SM hold
@@ -79,18 +83,18 @@ static const knob_t knobs[] = {
      * spills, at 256 threads or 1000-wide halves with small spills); the same at 512
      * threads per SM (up to 128 registers: no spills, half the loads in flight and half the
      * partial sums). */
-    {512, 1, true, FUSED, 1024, 1, false},   {256, 1, true, FUSED, 1024, 1, false},
-    {1024, 1, true, FUSED, 1024, 1, false},  {128, 1, true, FUSED, 1024, 1, false},
-    {64, 4, true, FUSED, 1024, 1, false},    {512, 1, true, FUSED, 512, 1, false},
-    {256, 1, true, FUSED, 512, 1, false},    {128, 1, true, FUSED, 512, 1, false},
-    {64, 4, true, FUSED, 512, 1, false},
+    {512, 1, true, FUSED, 1024, 1, false, false},   {256, 1, true, FUSED, 1024, 1, false, false},
+    {1024, 1, true, FUSED, 1024, 1, false, false},  {128, 1, true, FUSED, 1024, 1, false, false},
+    {64, 4, true, FUSED, 1024, 1, false, false},    {512, 1, true, FUSED, 512, 1, false, false},
+    {256, 1, true, FUSED, 512, 1, false, false},    {128, 1, true, FUSED, 512, 1, false, false},
+    {64, 4, true, FUSED, 512, 1, false, false},
     /* Rows too long for one block's registers (16384 and 32768 16-bit elements): clusters
      * of 2, 4 or 8 blocks share each row, a slice of it each, as the 256-thread plan above
      * works on 4096-wide rows. On 4096x32768 bf16 (layer, RMS norm) this ran at 2.47-2.51
      * TB/s, against 2.35-2.43 for slices of 4096 at 512 threads (two blocks an SM, 64
      * registers) and 2.22-2.27 for clusters of 4 blocks of 512 threads (one an SM). */
-    {256, 1, true, FUSED, 512, 2, false},  {256, 1, true, FUSED, 512, 4, false},
-    {256, 1, true, FUSED, 512, 8, false},
+    {256, 1, true, FUSED, 512, 2, false, false},  {256, 1, true, FUSED, 512, 4, false, false},
+    {256, 1, true, FUSED, 512, 8, false, false},
     /* The same slices of 4096 with each thread's column sums in shared memory, which
      * leaves the registers (80 a thread) to three blocks an SM instead of two: on the H200
      * 4096x32768 bf16 layer norm backward ran at 2.71 TB/s against 2.45, RMS norm 2.79
@@ -99,7 +103,7 @@ static const knob_t knobs[] = {
      * block holds alone: 4096-wide bf16 at 256 threads and 1024 an SM 3.07 TB/s against
      * 3.39 (128 threads: 1.65), 1000-wide fp16 at 64 threads a row and 1024 an SM 1.58
      * against 2.92 (a block per row leaves four times the partial sums). */
-    {256, 1, true, FUSED, 768, 8, true},
+    {256, 1, true, FUSED, 768, 8, true, false},
     /* Tried on the H200 and left out, all slower than the plans above (layer norm backward):
      * - the rows brought into shared memory by bulk copies (cp.async.bulk, up to four row
      *   groups ahead of the one worked on) instead of into registers: 2.46 against 2.93 TB/s
@@ -123,9 +127,16 @@ static const knob_t knobs[] = {
      * six other shapes (8192 x 8192 and 1024 x 65536 bf16, 16384 x 2048 fp16, 65536 x 512
      * and 2048 x 16384 fp32, 131072 x 256 bf16) 8 threads ran 0.3-6% ahead of 32, 13% on
      * the last, where 32 threads make one strip (see rows_rule). */
-    {32, 8, true, COLUMNS, 0, 1, false},   {32, 8, false, COLUMNS, 0, 1, false},
-    {8, 32, true, COLUMNS, 0, 1, false},   {8, 32, false, COLUMNS, 0, 1, false},
-    {4, 64, false, COLUMNS, 0, 1, false},  {1, 256, false, COLUMNS, 0, 1, false},
+    {32, 8, true, COLUMNS, 0, 1, false, false},   {32, 8, false, COLUMNS, 0, 1, false, false},
+    {8, 32, true, COLUMNS, 0, 1, false, false},   {8, 32, false, COLUMNS, 0, 1, false, false},
+    {4, 64, false, COLUMNS, 0, 1, false, false},  {1, 256, false, COLUMNS, 0, 1, false, false},
+    /* The shared-sums cluster plan with rows by ticket (last in the table, so that the knobs
+     * before it keep their numbers in serialized plans). Three blocks an SM on 132 SMs are
+     * not a whole number of clusters of 8: a cluster with a block on a full SM runs slower,
+     * and with tickets the other clusters take its share of the rows. On the H200
+     * 4096x32768 bf16 layer and RMS norm backward took 256-258 and 250-251 us this way
+     * against 266-272 and 258-259 with every groups-th row (598b3b7). */
+    {256, 1, true, FUSED, 768, 8, true, true},
 };
 
 enum {
@@ -280,7 +291,7 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
  * then partial results: a fused norm backward's column sums per row group (two counters:
- * role tickets and arrivals), a norm backward's or a column plan's per strip and row
+ * role tickets and arrivals; a third for row tickets), a norm backward's or a column plan's per strip and row
  * segment, or a split row's per segment. No scratch: both 0. */
 static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
@@ -290,7 +301,7 @@ static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64
         count = l.segments > 1 ? l.strips : 0;
         values = count * l.segments * l.strip;
     } else if (kn->how == FUSED) {
-        count = 2;
+        count = kn->row_tickets ? 3 : 2;
         values = fused_groups(pb, kn) * 2 * pb->geo.cols;
     } else if (pb->column_role && pb->segments > 1) {
         count = (pb->geo.cols + pb->strip - 1) / pb->strip;
@@ -396,9 +407,9 @@ static int rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, cons
 static void rows_knob_name(int knob, char *buf, size_t size)
 {
     const knob_t *kn = &knobs[knob];
-    char cluster[16] = "";
+    char cluster[24] = "";
     if (kn->cluster > 1)
-        snprintf(cluster, sizeof cluster, "_c%d", kn->cluster);
+        snprintf(cluster, sizeof cluster, "_c%d%s", kn->cluster, kn->row_tickets ? "_tickets" : "");
     char fused[24] = "";
     if (kn->shared_sums)
         snprintf(fused, sizeof fused, "_fused_smem_b%d", kn->sm_threads / (kn->tpr * kn->rpb));
@@ -639,13 +650,14 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "[[maybe_unused]] constexpr int DJ_SCRATCH_SLOT = %d;\n"
                       "[[maybe_unused]] constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n"
                       "[[maybe_unused]] constexpr bool DJ_SHARED_COL_SUMS = %s;\n"
+                      "[[maybe_unused]] constexpr bool DJ_ROW_TICKETS = %s;\n"
                       "[[maybe_unused]] constexpr bool DJ_COLUMN_OP = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
                       (long long)(fused ? 0 : col_blocks), (long long)fused,
                       (long long)(fused ? col_blocks : 0), FUSED_STRIP, strip_warps, kn->cluster,
                       k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false",
-                      kn->how == COLUMNS ? "true" : "false");
+                      kn->row_tickets ? "true" : "false", kn->how == COLUMNS ? "true" : "false");
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
      * compiler for; a cluster plan's kernel also names its cluster size. A register plan
      * with little to hold asks for a full SM (see FULL_SM_REGISTERS). Other plans give only
@@ -699,6 +711,11 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
     return DNNJIT_STATUS_SUCCESS;
 }
 
+static uint32_t rows_notes(int knob)
+{
+    return knobs[knob].row_tickets ? DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC : 0;
+}
+
 const dnnjit__engine_t dnnjit__engine_rows = {
     .name = "rows",
     .knob_count = KNOB_COUNT,
@@ -708,4 +725,5 @@ const dnnjit__engine_t dnnjit__engine_rows = {
     .rule = rows_rule,
     .fallback_knob = rows_fallback_knob,
     .generate = rows_generate,
+    .notes = rows_notes,
 };

@@ -266,9 +266,11 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
 // that fewer blocks start): it waits until every row block has counted itself, then adds
 // its strips' partial sums up, a strip's warps taking row groups in turn and combining in
 // warp order. The rows behind each partial sum and the order of the additions are fixed,
-// so every plan gives the same bits every run. Tickets rather than block indices decide
-// the roles so that a column block waits only for row blocks that have started, which
-// then finish whatever the order the GPU starts blocks in.
+// so every plan gives the same bits every run, except a cluster plan with DJ_ROW_TICKETS:
+// its clusters take rows from the third counter as they are ready for them (rows.c notes
+// it NONDETERMINISTIC). Tickets rather than block indices decide the roles so that a
+// column block waits only for row blocks that have started, which then finish whatever
+// the order the GPU starts blocks in.
 // Declared once for the kernel rather than in dj_rows_fused, which both access widths
 // instantiate (a static shared array in each would take the memory twice).
 __shared__ __align__(16) float dj_fused_rows_sums[DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? DJ_RPB : 1]
@@ -291,33 +293,39 @@ __device__ __forceinline__ unsigned dj_fused_groups()
 static_assert(DJ_CLUSTER == 1 || DJ_RPB == 1, "a cluster works on one row at a time");
 
 // What a cluster's block tells every block of the cluster about a row: its sums of g and
-// g * xhat over its slice. Rows use the sets of slots in turn, each set with a barrier in
-// every block that completes when all the cluster's blocks have stored theirs. A block
-// stores for row n after it has read the sums of row n - 2, which every block stored after
-// reading those of row n - 4 (see dj_cluster_rows), so a block may still read sets
-// n - 3 .. n - 1: four sets keep the stores off them.
+// g * xhat over its slice and, with DJ_ROW_TICKETS, from the first block the row the
+// cluster takes two rows later. Rows use the sets of slots in turn, each set with a
+// barrier in every block that completes when all the cluster's blocks have stored theirs.
+// A block stores for row n after it has read the sums of row n - 2, which every block
+// stored after reading those of row n - 4 (see dj_cluster_rows), so a block may still read
+// sets n - 3 .. n - 1: four sets keep the stores off them.
 struct DjSlot {
     float a, b;
+    unsigned later;
 };
 constexpr int DJ_SLOT_SETS = 4;
 __shared__ DjSlot dj_slots[DJ_CLUSTER > 1 ? DJ_SLOT_SETS : 1][DJ_CLUSTER];
 __shared__ dj_u64 dj_slot_bars[DJ_CLUSTER > 1 ? DJ_SLOT_SETS : 1];
 
 // Stores this block's sums for the row of step `step` in slot `rank` of every block of
-// the cluster (thread r stores to block r).
-__device__ __forceinline__ void dj_publish(dj_pair sums, int step, unsigned rank)
+// the cluster (thread r stores to block r), with DJ_ROW_TICKETS also thread 0's `later`.
+__device__ __forceinline__ void dj_publish(dj_pair sums, unsigned later, int step, unsigned rank)
 {
+    if constexpr (DJ_ROW_TICKETS)
+        later = threadIdx.x < 32 ? __shfl_sync(0xffffffffu, later, 0) : later;
     if ((int)threadIdx.x < DJ_CLUSTER) {
         const DjSlot &slot = dj_slots[step % DJ_SLOT_SETS][rank];
         dj_store_cluster(dj_smem_u32(&slot.a), threadIdx.x, __float_as_uint(sums.a));
         dj_store_cluster(dj_smem_u32(&slot.b), threadIdx.x, __float_as_uint(sums.b));
+        if constexpr (DJ_ROW_TICKETS)
+            dj_store_cluster(dj_smem_u32(&slot.later), threadIdx.x, later);
         dj_mbar_arrive_cluster(dj_smem_u32(&dj_slot_bars[step % DJ_SLOT_SETS]), threadIdx.x);
     }
 }
 
 // Waits for every block's sums for the row of step `step` and adds them up in rank order,
-// so that all blocks get the same bits.
-__device__ __forceinline__ dj_pair dj_collect(int step)
+// so that all blocks get the same bits; `later` receives the first block's.
+__device__ __forceinline__ dj_pair dj_collect(int step, unsigned &later)
 {
     const int set = step % DJ_SLOT_SETS;
     dj_mbar_wait_cluster(dj_smem_u32(&dj_slot_bars[set]), (unsigned)(step / DJ_SLOT_SETS) & 1u);
@@ -325,6 +333,7 @@ __device__ __forceinline__ dj_pair dj_collect(int step)
 #pragma unroll
     for (int r = 1; r < DJ_CLUSTER; r++)
         total = dj_sum(total, dj_pair{dj_slots[set][r].a, dj_slots[set][r].b});
+    later = DJ_ROW_TICKETS ? dj_slots[set][0].later : 0u;
     return total;
 }
 
@@ -335,12 +344,15 @@ __device__ __forceinline__ dj_pair dj_collect(int step)
 // the next row's loads (on 4096x32768 bf16 layer norm backward, 2.47 TB/s against 2.15
 // waiting in turn; prefetching three or four rows ahead into L2 rather than two gained
 // nothing, nor did one barrier per block-wide sum instead of two). The cluster's rows are
-// `row`, then every `step_rows`-th row after it.
+// `row`, `next`, then every `step_rows`-th row after it, or with DJ_ROW_TICKETS the rows the
+// first block's first thread takes from `tickets`, each two rows before it is worked on.
 template <int V>
-__device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned rank, dj_i64 row, dj_i64 step_rows,
-                                                DjColSums<V> &col_sums)
+__device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned rank, dj_i64 row, dj_i64 next,
+                                                dj_i64 step_rows, unsigned *tickets, DjColSums<V> &col_sums)
 {
     const int lane = (int)threadIdx.x;
+    const bool taker = DJ_ROW_TICKETS && rank == 0 && threadIdx.x == 0;
+    unsigned pending = taker ? atomicAdd(tickets, 1u) : 0u;
     const auto slice = [&](dj_i64 r) { return DjRow<V>{r, (int)rank, lane, 0, r < DJ_ROWS}; };
     const auto prefetch = [&](dj_i64 r) {
         const DjRow<V> rw = slice(r);
@@ -354,22 +366,27 @@ __device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned ran
     DjHeldRow<V> first, second;
     const DjScale<V> scales(slice(row), args);
     int step = 0;
-    dj_i64 next = row + step_rows;
     prefetch(next);
-    dj_publish(dj_row_sum(dj_norm_backward_sums(slice(row), args, scales, first), slice(row)), step, rank);
+    dj_publish(dj_row_sum(dj_norm_backward_sums(slice(row), args, scales, first), slice(row)), pending, step, rank);
+    if (taker)
+        pending = atomicAdd(tickets, 1u);
     // One step: the next row's first pass and sums out, the current row's sums in, its
     // second pass. Written for both assignments of the two held rows, which keeps them in
     // registers (an array indexed by the step's parity would not be).
     const auto advance = [&](DjHeldRow<V> &cur, DjHeldRow<V> &nxt) {
         if (next < DJ_ROWS) {
             const DjRow<V> rw = slice(next);
-            dj_publish(dj_row_sum(dj_norm_backward_sums(rw, args, scales, nxt), rw), step + 1, rank);
+            dj_publish(dj_row_sum(dj_norm_backward_sums(rw, args, scales, nxt), rw), pending, step + 1, rank);
+            if (taker)
+                pending = atomicAdd(tickets, 1u);
         }
-        const dj_pair total = dj_collect(step);
-        prefetch(next + step_rows);
+        unsigned later;
+        const dj_pair total = dj_collect(step, later);
+        const dj_i64 after = DJ_ROW_TICKETS ? (dj_i64)later : next + step_rows;
+        prefetch(after);
         dj_norm_backward_dx<V, true>(slice(row), args, scales, cur, total, col_sums);
         row = next;
-        next += step_rows;
+        next = after;
         step++;
         return row < DJ_ROWS;
     };
@@ -405,7 +422,8 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
     float *const partial = (float *)(counters + DJ_SCRATCH_COUNTERS);
     const unsigned rank = DJ_CLUSTER > 1 ? dj_cluster_rank() : 0u;
     const unsigned groups = dj_fused_groups();
-    __shared__ unsigned ticket;
+    // The ticket and, with DJ_ROW_TICKETS, a cluster row group's first two rows.
+    __shared__ unsigned ticket, first_rows[2];
     if constexpr (DJ_CLUSTER > 1) {
         if (threadIdx.x == 0) {
             for (int s = 0; s < DJ_SLOT_SETS; s++)
@@ -417,8 +435,15 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
         dj_cluster_sync();
         if (rank == 0 && threadIdx.x == 0) {
             const unsigned t = atomicAdd(counters, 1u);
-            for (unsigned r = 0; r < DJ_CLUSTER; r++)
+            const bool take = DJ_ROW_TICKETS && t < groups;
+            const unsigned r0 = take ? atomicAdd(counters + 2, 1u) : 0u, r1 = take ? atomicAdd(counters + 2, 1u) : 0u;
+            for (unsigned r = 0; r < DJ_CLUSTER; r++) {
                 dj_store_cluster(dj_smem_u32(&ticket), r, t);
+                if constexpr (DJ_ROW_TICKETS) {
+                    dj_store_cluster(dj_smem_u32(&first_rows[0]), r, r0);
+                    dj_store_cluster(dj_smem_u32(&first_rows[1]), r, r1);
+                }
+            }
         }
         dj_cluster_sync();
     } else {
@@ -432,8 +457,14 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
         sums.zero();
         const int lane = (int)threadIdx.x % DJ_TPR, sub = (int)threadIdx.x / DJ_TPR;
         if constexpr (DJ_CLUSTER > 1) {
-            // A group has a row: loading keeps at most one cluster a row (rows.c's fused_groups).
-            dj_cluster_rows<V>(args, rank, mine, groups, sums);
+            // Without tickets a group has a row: loading keeps at most one cluster a row
+            // (rows.c's fused_groups). With them a cluster may find every row taken.
+            if constexpr (DJ_ROW_TICKETS) {
+                if (first_rows[0] < DJ_ROWS)
+                    dj_cluster_rows<V>(args, rank, first_rows[0], first_rows[1], 0, counters + 2, sums);
+            } else {
+                dj_cluster_rows<V>(args, rank, mine, mine + groups, groups, nullptr, sums);
+            }
             // No block may leave while another can still store to its shared memory. A
             // block's last wait already covers every store made to it, but only a cluster
             // barrier says so in a way tools (compute-sanitizer's racecheck) can check, at
