@@ -648,6 +648,15 @@ DNNJIT_API dnnjit_status_t dnnjit_graph_create_execution_plans(dnnjit_graph_t gr
 /* Succeeds when at least one plan exists. */
 DNNJIT_API dnnjit_status_t dnnjit_graph_check_support(dnnjit_graph_t graph);
 
+/* Removes from the plan list every plan that has any of `notes` (DNNJIT_BEHAVIOR_NOTE_*
+ * bits), keeping the others in their order: e.g. NONDETERMINISTIC for a caller who needs
+ * the same bits every run, also from dnnjit_graph_autotune, which times every plan. Call it
+ * between create_execution_plans and build_plans. One graph, one thread at a time.
+ * Errors: BAD_PARAM (graph NULL, or a bit no note has), BAD_STATE (no plans yet, or plans
+ * already built), NOT_SUPPORTED (every plan has one of the notes: the list is left as it
+ * was). */
+DNNJIT_API dnnjit_status_t dnnjit_graph_deselect_behavior_notes(dnnjit_graph_t graph, uint32_t notes);
+
 /* Generates, compiles (through the kernel cache) and, with a GPU, loads plans. The graph
  * needs a handle with an architecture. HEURISTICS_CHOICE makes the first plan that builds
  * the chosen one; ALL builds every plan and chooses the first. ALL compiles the plans'

@@ -696,6 +696,52 @@ static void only_ticket_plans_are_nondeterministic(void **state)
     }
 }
 
+/* Deselecting NONDETERMINISTIC drops the ticket plan and keeps the others in order; bits
+ * no note has, a graph without plans, and a note every plan has are refused, the last
+ * leaving the list as it was. */
+static void deselecting_nondeterministic_plans(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, 1);
+    assert_int_equal(dnnjit_graph_deselect_behavior_notes(g, DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC),
+                     DNNJIT_STATUS_BAD_STATE);
+    assert_non_null(strstr(dnnjit_last_error(), "create_execution_plans first"));
+    dnnjit_heur_mode_t a = DNNJIT_HEUR_MODE_A;
+    TU_OK(dnnjit_graph_create_execution_plans(g, &a, 1));
+    int64_t before, after;
+    TU_OK(dnnjit_graph_get_plan_count(g, &before));
+    char *first;
+    TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
+    assert_int_equal(dnnjit_graph_deselect_behavior_notes(g, 1u << 7), DNNJIT_STATUS_BAD_PARAM);
+    assert_non_null(strstr(dnnjit_last_error(), "bits 0x80"));
+    assert_int_equal(dnnjit_graph_deselect_behavior_notes(NULL, 0), DNNJIT_STATUS_BAD_PARAM);
+    assert_int_equal(dnnjit_graph_deselect_behavior_notes(g, DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION),
+                     DNNJIT_STATUS_NOT_SUPPORTED);
+    assert_non_null(strstr(dnnjit_last_error(), "the list is unchanged"));
+    TU_OK(dnnjit_graph_get_plan_count(g, &after));
+    assert_int_equal(after, before);
+    TU_OK(dnnjit_graph_deselect_behavior_notes(g, DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC));
+    TU_OK(dnnjit_graph_get_plan_count(g, &after));
+    assert_int_equal(after, before - 1);
+    for (int64_t i = 0; i < after; i++) {
+        uint32_t notes;
+        char *name;
+        TU_OK(dnnjit_graph_get_plan_behavior_notes(g, i, &notes));
+        TU_OK(dnnjit_graph_get_plan_name(g, i, &name));
+        assert_int_equal(notes, DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
+        assert_null(strstr(name, "_tickets"));
+        if (i == 0)
+            assert_string_equal(name, first);
+        dnnjit_free(name);
+    }
+    /* Nothing left to drop is not an error. */
+    TU_OK(dnnjit_graph_deselect_behavior_notes(g, DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC));
+    TU_OK(dnnjit_graph_get_plan_count(g, &before));
+    assert_int_equal(before, after);
+    dnnjit_free(first);
+    dnnjit_graph_destroy(g);
+}
+
 /* Vector costs less than scalar at the same threads, and a larger problem more than a
  * smaller one; mode B puts the rows engine first. */
 static void cost_ranks_sensibly(void **state)
@@ -1316,6 +1362,7 @@ int main(void)
         cmocka_unit_test(knob_refusals),
         cmocka_unit_test(knob_names_are_distinct),
         cmocka_unit_test(only_ticket_plans_are_nondeterministic),
+        cmocka_unit_test(deselecting_nondeterministic_plans),
         cmocka_unit_test(cost_ranks_sensibly),
         cmocka_unit_test(plan_lists),
         cmocka_unit_test(fallback_runs_fused_row_groups),

@@ -12,7 +12,7 @@ import weakref
 
 from . import _lib
 from ._buffers import ADDRESS_READERS, address, describe, dtype_from_name, learn_address_reader
-from ._enums import (build_plan_policy, data_type, heur_mode, norm_forward_phase,
+from ._enums import (behavior_note, build_plan_policy, data_type, heur_mode, norm_forward_phase,
                      notes_from_bits, pointwise_mode, reduction_mode, softmax_stats)
 from ._errors import BadParamError, NotSupportedError, check, error_for
 from ._handle import Handle, default_handle, stream_address
@@ -502,6 +502,14 @@ class pygraph:
 
     def check_support(self):
         check(lib.dnnjit_graph_check_support(self._st.ptr))
+
+    def deselect_behavior_notes(self, notes):
+        """Drops the plans with any of these behavior notes (a list of behavior_note, or
+        one) from the list, between create_execution_plans and build_plans."""
+        bits = 0
+        for note in notes if isinstance(notes, (list, tuple, set)) else [notes]:
+            bits |= int(behavior_note(note))
+        check(lib.dnnjit_graph_deselect_behavior_notes(self._st.ptr, bits))
 
     def build_plans(self, policy=build_plan_policy.HEURISTICS_CHOICE):
         check(lib.dnnjit_graph_build_plans(self._st.ptr, int(build_plan_policy(policy))))

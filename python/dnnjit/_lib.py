@@ -178,6 +178,7 @@ _SIGNATURES = {
     "dnnjit_graph_build_operation_graph": (c_status, [_P]),
     "dnnjit_graph_create_execution_plans": (c_status, [_P, ctypes.POINTER(c_enum), ctypes.c_int]),
     "dnnjit_graph_check_support": (c_status, [_P]),
+    "dnnjit_graph_deselect_behavior_notes": (c_status, [_P, ctypes.c_uint32]),
     "dnnjit_graph_build_plans": (c_status, [_P, c_enum]),
     "dnnjit_graph_build_plan_at_index": (c_status, [_P, ctypes.c_int64]),
     "dnnjit_graph_build": (c_status, [_P, ctypes.POINTER(c_enum), ctypes.c_int]),

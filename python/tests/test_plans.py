@@ -85,6 +85,22 @@ def test_staged_build_compiles_for_the_named_architecture(arch_handle, nvrtc):
     assert g.get_behavior_notes() == [cudnn.behavior_note.RUNTIME_COMPILATION]
 
 
+def test_deselect_behavior_notes_keeps_the_plans_without_them(arch_handle, nvrtc):
+    g, _ = pointwise_graph(arch_handle)
+    g.create_execution_plans(ALL_MODES)
+    names = plan_names(g)
+    # No pointwise plan is nondeterministic or reduced in precision: nothing is dropped.
+    g.deselect_behavior_notes([cudnn.behavior_note.NONDETERMINISTIC, cudnn.behavior_note.REDUCED_PRECISION])
+    assert plan_names(g) == names
+    # Every plan compiles at run time: dropping them all is refused and the list stays.
+    with pytest.raises(cudnn.NotSupportedError, match="the list is unchanged"):
+        g.deselect_behavior_notes(cudnn.behavior_note.RUNTIME_COMPILATION)
+    assert plan_names(g) == names
+    g.build_plans()
+    with pytest.raises(cudnn.BadStateError, match="deselect before build_plans"):
+        g.deselect_behavior_notes([cudnn.behavior_note.NONDETERMINISTIC])
+
+
 def test_build_plan_at_index_chooses_that_plan(arch_handle, nvrtc):
     g, _ = pointwise_graph(arch_handle)
     g.create_execution_plans(ALL_MODES)

@@ -341,6 +341,15 @@ dnnjit_status_t dnnjit_graph_get_plan_name(dnnjit_graph_t g, int64_t index, char
     return *name ? DNNJIT_STATUS_SUCCESS : dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "get_plan_name: out of memory");
 }
 
+static uint32_t plan_notes(dnnjit_graph_t g, const dnnjit__plan_t *plan)
+{
+    uint32_t notes = DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+    for (int64_t i = 0; i < g->jit->partition.group_count; i++)
+        if (plan->choices[i].engine->notes)
+            notes |= plan->choices[i].engine->notes(plan->choices[i].knob);
+    return notes;
+}
+
 dnnjit_status_t dnnjit_graph_get_plan_behavior_notes(dnnjit_graph_t g, int64_t index, uint32_t *notes)
 {
     dnnjit__plan_t *plan = NULL;
@@ -349,10 +358,50 @@ dnnjit_status_t dnnjit_graph_get_plan_behavior_notes(dnnjit_graph_t g, int64_t i
         return s;
     if (!notes)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_get_plan_behavior_notes: notes is NULL");
-    *notes = DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
-    for (int64_t i = 0; i < g->jit->partition.group_count; i++)
-        if (plan->choices[i].engine->notes)
-            *notes |= plan->choices[i].engine->notes(plan->choices[i].knob);
+    *notes = plan_notes(g, plan);
+    return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit_graph_deselect_behavior_notes(dnnjit_graph_t g, uint32_t notes)
+{
+    const uint32_t known = DNNJIT_BEHAVIOR_NOTE_RUNTIME_COMPILATION | DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION |
+                           DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC;
+    if (!g)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "dnnjit_graph_deselect_behavior_notes: graph is NULL");
+    if (notes & ~known)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM,
+                            "dnnjit_graph_deselect_behavior_notes: notes %#x has bits %#x that no behavior note has",
+                            notes, notes & ~known);
+    if (!g->jit || !g->jit->plan_count)
+        return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
+                            "dnnjit_graph_deselect_behavior_notes: graph \"%s\" has no execution plans (call "
+                            "create_execution_plans first)",
+                            g->name);
+    dnnjit__jit_state_t *s = g->jit;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < s->plan_count; i++) {
+        if (s->plans[i].built)
+            return dnnjit__fail(g, DNNJIT_STATUS_BAD_STATE,
+                                "dnnjit_graph_deselect_behavior_notes: graph \"%s\" has built plans; deselect before "
+                                "build_plans",
+                                g->name);
+        kept += !(plan_notes(g, &s->plans[i]) & notes);
+    }
+    /* The list stays as it was rather than left empty, so that the caller can still build
+     * from it. */
+    if (!kept)
+        return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED,
+                            "dnnjit_graph_deselect_behavior_notes: every one of graph \"%s\"'s %lld plans has a note "
+                            "of %#x; the list is unchanged",
+                            g->name, (long long)s->plan_count, notes);
+    int64_t to = 0;
+    for (int64_t i = 0; i < s->plan_count; i++) {
+        if (plan_notes(g, &s->plans[i]) & notes)
+            free_plan(&s->plans[i], s->partition.group_count);
+        else
+            s->plans[to++] = s->plans[i];
+    }
+    s->plan_count = to;
     return DNNJIT_STATUS_SUCCESS;
 }
 
