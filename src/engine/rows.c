@@ -291,8 +291,8 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
  * then partial results: a fused norm backward's column sums per row group (two counters:
- * role tickets and arrivals; a third for row tickets), a norm backward's or a column plan's per strip and row
- * segment, or a split row's per segment. No scratch: both 0. */
+ * role tickets and arrivals; a third for row tickets), a norm backward's or a column
+ * plan's per strip and row segment, or a split row's per segment. No scratch: both 0. */
 static void scratch_of(const dnnjit__rows_problem_t *pb, const knob_t *kn, int64_t *counters, int64_t *bytes)
 {
     int64_t seg_cols, split = split_of(pb, kn, &seg_cols), count = 0, values = 0;
