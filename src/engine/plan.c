@@ -99,11 +99,11 @@ typedef struct candidate {
     dnnjit__plan_choice_t choice;
     double cost;
     double rule; /* mode A's order within an engine */
-    /* Whether the knob's plans are noted REDUCED_PRECISION (TF32 for FLOAT inputs) or
-     * NONDETERMINISTIC (the rows engine's cluster plans with rows by ticket): mode A ranks
-     * them after every plan of the other engines without such a note, whichever engine
-     * offers them, so that its first pick keeps the graph's precision and gives the same
-     * bits every run; the fallback engine's plans, the slowest, stay last. */
+    /* Whether the engine adds a note to the knob's plans, each a caveat (REDUCED_PRECISION:
+     * TF32 for FLOAT inputs; NONDETERMINISTIC: the rows engine's cluster plans with rows by
+     * ticket): mode A ranks them after every plan without one, whichever engine offers
+     * them, so that its first pick keeps the graph's precision and gives the same bits
+     * every run; the fallback engine's plans, the slowest, stay last. */
     bool noted;
     /* Mode A's order of engines: the engine's place in the list, plus 1.5 for a knob the
      * engine defers (after the next engine's knobs, before the one after). */
@@ -156,8 +156,7 @@ static int64_t rank_canonical(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnj
             if ((*e)->supports(g, grp, k, arch, NULL, 0))
             {
                 double tier = (*e)->defer && (*e)->defer(g, grp, k) ? place + 1.5 : place;
-                bool noted = (*e)->notes && ((*e)->notes(k) & (DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION |
-                                                                 DNNJIT_BEHAVIOR_NOTE_NONDETERMINISTIC));
+                bool noted = (*e)->notes && (*e)->notes(k);
                 out[n] = (candidate_t){{*e, k}, (*e)->cost(g, grp, k), (*e)->rule ? (*e)->rule(g, grp, k) : 0, noted,
                                        tier, n};
                 n++;
