@@ -919,10 +919,16 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.scratch_zero_bytes, 64 * 4);
     assert_int_equal(k.scratch_bytes, 64 * 4 + 20 * 2 * 1000 * 4);
     assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 4)"));
+    /* At 1024 threads an SM (64 registers a thread) the row stays packed, two bf16 values
+     * to a register; its twin at 512 keeps floats (16 of each input and 32 column sums). */
+    assert_non_null(strstr(k.source, "constexpr bool DJ_FLOAT_ROWS = false;"));
     /* Its row blocks prefetch the next rows of DY and X, tensors read as they are. */
     assert_non_null(strstr(k.source, "void dj_pf_DY(dj_i64 row, int col, const DjArgs &args)\n{\n    dj_pf_"));
     assert_non_null(strstr(k.source, "void dj_pf_X(dj_i64 row, int col, const DjArgs &args)\n{\n    dj_pf_"));
     assert_non_null(strstr(k.source, "prefetch.global.L2"));
+    dnnjit__kernel_free(&k);
+    k = generate(g, knob_named("t64_r4_vec_fused_half"));
+    assert_non_null(strstr(k.source, "constexpr bool DJ_FLOAT_ROWS = true;"));
     dnnjit__kernel_free(&k);
     dnnjit_graph_destroy(g);
     /* A DY made by a prologue (dy * mask) has nothing of its own to prefetch. */
@@ -939,6 +945,8 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.grid[0], 132 + 4096 / 64);
     assert_non_null(strstr(k.source, "constexpr int DJ_FUSED_STRIP_WARPS = 8;"));
     assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 1)"));
+    /* 8 elements of each input and 16 column sums: floats. */
+    assert_non_null(strstr(k.source, "constexpr bool DJ_FLOAT_ROWS = true;"));
     assert_int_equal(k.scratch_bytes, 64 * 4 + 132 * 2 * 4096 * 4);
     assert_int_equal(k.resident_cluster, 0);
     dnnjit__kernel_free(&k);
@@ -953,6 +961,8 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.block[0], 256);
     assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 2) __cluster_dims__(8, 1, 1)"));
     assert_non_null(strstr(k.source, "constexpr int DJ_CLUSTER = 8;"));
+    /* A cluster holds two rows at once: packed. */
+    assert_non_null(strstr(k.source, "constexpr bool DJ_FLOAT_ROWS = false;"));
     assert_non_null(strstr(k.source, "constexpr int DJ_SPLIT = 8;"));
     assert_non_null(strstr(k.source, "constexpr int DJ_SEG_COLS = 4096;"));
     assert_non_null(strstr(k.source, "constexpr unsigned DJ_FUSED_BLOCKS = 264u;"));

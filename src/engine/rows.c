@@ -154,6 +154,9 @@ enum {
     FULL_SM_REGISTERS = 16,
     /* A fused plan also keeps two float column sums per element a thread covers. */
     FUSED_REGISTERS = 48,
+    /* The row as floats and the column sums a fused plan at 512 threads an SM may keep
+     * (see float_rows). */
+    FLOAT_ROW_REGISTERS = 64,
     /* Columns each warp of a fused plan's column blocks adds up (its loads of 128 bytes). */
     FUSED_STRIP = 32,
     /* Shared memory a fused block keeps column sums in (those of a block with several rows,
@@ -287,6 +290,20 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     for (int i = 0; i < pb->kept_inputs; i++)
         per_chunk += (vec * pb->kept_size[i] + 3) / 4;
     return chunks_of(pb, kn) * per_chunk;
+}
+
+/* Whether a plan keeps 16-bit rows in registers as floats rather than two to a register
+ * (DJ_FLOAT_ROWS, see DjCache in rows_common.cuh): a fused plan at 512 threads an SM
+ * (up to 128 registers a thread) whose row as floats and column sums take at most
+ * FLOAT_ROW_REGISTERS. Packing a row after its first pass and unpacking it in the second
+ * cost 48 of the 431 instructions of a thread's row step on 1000-wide fp16 layer norm
+ * backward (64 threads a row); ptxas then fits the floats in 124 registers without
+ * spills. Cluster plans hold two rows at once and keep them packed. */
+static bool float_rows(const dnnjit__rows_problem_t *pb, const knob_t *kn)
+{
+    int64_t floats = chunks_of(pb, kn) * vec_of(pb, kn) * pb->kept_inputs;
+    return kn->how == FUSED && kn->sm_threads <= 512 && kn->cluster == 1 && !kn->shared_sums &&
+           floats + 2 * chunks_of(pb, kn) * vec_of(pb, kn) <= FLOAT_ROW_REGISTERS;
 }
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,
@@ -639,6 +656,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "[[maybe_unused]] constexpr int DJ_BLOCK = %d;\n"
                       "[[maybe_unused]] constexpr int DJ_VEC = %d;\n"
                       "[[maybe_unused]] constexpr bool DJ_REGS = %s;\n"
+                      "[[maybe_unused]] constexpr bool DJ_FLOAT_ROWS = %s;\n"
                       "[[maybe_unused]] constexpr int DJ_SPLIT = %lld;\n"
                       "[[maybe_unused]] constexpr int DJ_SEG_COLS = %lld;\n"
                       "[[maybe_unused]] constexpr unsigned DJ_COL_BLOCKS = %lldu;\n"
@@ -653,7 +671,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "[[maybe_unused]] constexpr bool DJ_ROW_TICKETS = %s;\n"
                       "[[maybe_unused]] constexpr bool DJ_COLUMN_OP = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
-                      in_registers(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
+                      in_registers(&pb, kn) ? "true" : "false", float_rows(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
                       (long long)(fused ? 0 : col_blocks), (long long)fused,
                       (long long)(fused ? col_blocks : 0), FUSED_STRIP, strip_warps, kn->cluster,
                       k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false",

@@ -12,7 +12,8 @@
 // device: see dj_fused_groups).
 //
 // The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
-// DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_COL_BLOCKS (blocks in
+// DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_FLOAT_ROWS (see
+// DjCache), DJ_COL_BLOCKS (blocks in
 // front of the row blocks that do per-column work, 0 for most ops), DJ_FUSED_BLOCKS,
 // DJ_FUSED_STRIP and DJ_CLUSTER (a fused norm backward's row blocks, columns per column
 // block and blocks that share a row; 0, unused and 1 otherwise), DJ_SCRATCH_SLOT and
@@ -73,8 +74,10 @@ template <int V> struct DjRow {
 // The register cache of one full input (used when DjRow<V>::REGS): floats, or for an input whose
 // values are 16-bit floats (read from memory, or stored rounded by a prologue; the
 // generator says which with DjKept_<port>) the same bits two to a 32-bit register, which
-// halves the registers a row needs.
-template <typename T, int V> struct DjCache {
+// halves the registers a row needs. A plan with registers to spare keeps floats anyway
+// (DJ_FLOAT_ROWS): packing costs an instruction per two values and the second pass's
+// unpacking one per value (see rows.c's float_rows).
+template <typename T, int V, bool PACKED = !DJ_FLOAT_ROWS> struct DjCache {
     float v[DjRow<V>::CACHED][V];
     __device__ __forceinline__ void put(int k, const float (&x)[V])
     {
@@ -136,8 +139,8 @@ template <typename T, int V> struct DjPackedCache {
         }
     }
 };
-template <int V> struct DjCache<dj_bf16, V> : DjPackedCache<dj_bf16, V> {};
-template <int V> struct DjCache<dj_half, V> : DjPackedCache<dj_half, V> {};
+template <int V> struct DjCache<dj_bf16, V, true> : DjPackedCache<dj_bf16, V> {};
+template <int V> struct DjCache<dj_half, V, true> : DjPackedCache<dj_half, V> {};
 
 // ---- memory ------------------------------------------------------------------------
 

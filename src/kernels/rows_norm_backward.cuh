@@ -153,8 +153,10 @@ template <int V> struct DjScale {
 };
 
 // A row between its two passes: its values (in registers when DjRow<V>::REGS) and
-// statistics.
+// statistics. Kept as floats, x is kept centred (x - mean, which the first pass computes
+// anyway), saving the second pass a subtraction an element.
 template <int V> struct DjHeldRow {
+    static constexpr bool CENTRED = DjRow<V>::REGS && DJ_FLOAT_ROWS;
     DjCache<DjKept_DY, V> dy;
     DjCache<DjKept_X, V> x;
     float mean, inv_var;
@@ -194,9 +196,12 @@ __device__ __forceinline__ dj_pair dj_norm_backward_sums(const DjRow<V> &rw, con
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 const float g = dy[e] * scale[e];
+                x[e] -= held.mean;
                 sums.a += g;
-                sums.b += g * (x[e] - held.mean);
+                sums.b += g * x[e];
             }
+            if constexpr (DjHeldRow<V>::CENTRED)
+                held.x.put(k, x);
         }
     }
     return sums;
@@ -225,7 +230,7 @@ __device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const Dj
             float dscale[V];
 #pragma unroll
             for (int e = 0; e < V; e++) {
-                const float xhat = (x[e] - held.mean) * held.inv_var;
+                const float xhat = (DjHeldRow<V>::CENTRED ? x[e] : x[e] - held.mean) * held.inv_var;
                 dx[e] = dy[e] * (held.inv_var * scale[e]) - (xhat * row_gx + row_g);
                 dscale[e] = dy[e] * xhat;
             }
