@@ -297,8 +297,9 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
  * (up to 128 registers a thread) whose row as floats and column sums take at most
  * FLOAT_ROW_REGISTERS. Packing a row after its first pass and unpacking it in the second
  * cost 48 of the 431 instructions of a thread's row step on 1000-wide fp16 layer norm
- * backward (64 threads a row); ptxas then fits the floats in 124 registers without
- * spills. Cluster plans hold two rows at once and keep them packed. */
+ * backward (64 threads a row), against 376 kept as floats with x centred (see DjHeldRow),
+ * which ptxas fits in 122 registers without spills. Cluster plans hold two rows at once
+ * and keep them packed. */
 static bool float_rows(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
     int64_t floats = chunks_of(pb, kn) * vec_of(pb, kn) * pb->kept_inputs;
@@ -671,7 +672,8 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "[[maybe_unused]] constexpr bool DJ_ROW_TICKETS = %s;\n"
                       "[[maybe_unused]] constexpr bool DJ_COLUMN_OP = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
-                      in_registers(&pb, kn) ? "true" : "false", float_rows(&pb, kn) ? "true" : "false", (long long)split, (long long)seg_cols,
+                      in_registers(&pb, kn) ? "true" : "false", float_rows(&pb, kn) ? "true" : "false",
+                      (long long)split, (long long)seg_cols,
                       (long long)(fused ? 0 : col_blocks), (long long)fused,
                       (long long)(fused ? col_blocks : 0), FUSED_STRIP, strip_warps, kn->cluster,
                       k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false",
