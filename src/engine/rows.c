@@ -302,9 +302,10 @@ static int64_t row_registers(const dnnjit__rows_problem_t *pb, const knob_t *kn)
  * and keep them packed. */
 static bool float_rows(const dnnjit__rows_problem_t *pb, const knob_t *kn)
 {
-    int64_t floats = chunks_of(pb, kn) * vec_of(pb, kn) * pb->kept_inputs;
+    /* Per element a thread covers: each kept input and two column sums. */
+    int64_t elements = chunks_of(pb, kn) * vec_of(pb, kn);
     return kn->how == FUSED && kn->sm_threads <= 512 && kn->cluster == 1 && !kn->shared_sums &&
-           floats + 2 * chunks_of(pb, kn) * vec_of(pb, kn) <= FLOAT_ROW_REGISTERS;
+           elements * (pb->kept_inputs + 2) <= FLOAT_ROW_REGISTERS;
 }
 
 /* The kernel's scratch: arrival counters (rounded to 256 bytes), which execute zeroes,

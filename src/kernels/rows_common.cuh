@@ -13,8 +13,8 @@
 //
 // The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
 // DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_FLOAT_ROWS (see
-// DjCache), DJ_COL_BLOCKS (blocks in
-// front of the row blocks that do per-column work, 0 for most ops), DJ_FUSED_BLOCKS,
+// DjCache), DJ_COL_BLOCKS (blocks in front of the row blocks that do per-column work, 0
+// for most ops), DJ_FUSED_BLOCKS,
 // DJ_FUSED_STRIP and DJ_CLUSTER (a fused norm backward's row blocks, columns per column
 // block and blocks that share a row; 0, unused and 1 otherwise), DJ_SCRATCH_SLOT and
 // DJ_SCRATCH_COUNTERS (the kernel's scratch, whose counters execute zeroes) and
