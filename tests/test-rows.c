@@ -454,7 +454,7 @@ static void mode_a_picks_by_row_length(void **state)
          * column sums in shared memory (a cluster plan with them in registers ranks three
          * quarters of an octave behind); 16384 elements take clusters of 4 (a 128-thread
          * slice at 256 threads is an octave off, more than that). */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t256_r1_vec_fused_smem_b3_c8"},
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t256_r1_vec_fused_smem_b4_c8"},
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 16384, "t256_r1_vec_fused_half_c4"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r2_vec"},      /* 2 x (4 + 4) */
         /* 77 rows of 250 vectors, too short to split; 4000 bytes: 128 threads. */
@@ -544,9 +544,10 @@ static void modes_pick_measured_best(void **state)
         {OP_RMSNORM, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
         {-1, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t512_r1_vec"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t1024_r1_vec"},
-        /* Clusters of 8 blocks of 256 threads, each block a 4096-wide slice of the row, three
-         * blocks an SM with the column sums in shared memory. */
-        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_smem_b3_c8"},
+        /* Clusters of 8 blocks of 256 threads, each block a 4096-wide slice of the row, with
+         * the column sums in shared memory: four blocks an SM for layer norm, three for RMS
+         * norm. */
+        {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_smem_b4_c8"},
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, "rows_t256_r1_vec_fused_smem_b3_c8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -651,10 +652,10 @@ static void knob_names_are_distinct(void **state)
 
 /* Only the cluster plans with row tickets are noted NONDETERMINISTIC: every other knob's
  * partial sums cover fixed rows and are added in a fixed order, the other cluster plans'
- * too (their rows are fixed by the cluster count loading settles). 4096x32768 bf16 layer
+ * too (their rows are fixed by the cluster count loading settles). 4096x32768 bf16 RMS
  * norm backward lists both kinds; mode A puts the noted plan after every plan without the
  * note (mode A's first pick gives the same bits every run), and mode B after its twin of
- * the same cost. */
+ * the same cost (three blocks an SM, RMS norm's first pick). */
 static void only_ticket_plans_are_nondeterministic(void **state)
 {
     (void)state;
@@ -667,7 +668,7 @@ static void only_ticket_plans_are_nondeterministic(void **state)
     }
     const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
     for (int m = 0; m < 2; m++) {
-        dnnjit_graph_t g = op_graph(NULL, OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, 1);
+        dnnjit_graph_t g = op_graph(NULL, OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 4096, 32768, 0);
         TU_OK(dnnjit_graph_create_execution_plans(g, &modes[m], 1));
         int64_t count, twin = -1, tickets = -1, last_plain = -1, first_noted = -1;
         TU_OK(dnnjit_graph_get_plan_count(g, &count));

@@ -137,6 +137,13 @@ static const knob_t knobs[] = {
      * 4096x32768 bf16 layer and RMS norm backward took 254.4-254.8 and 248.9 us this way
      * against 270.6-271.0 and 258.8-259.0 with every groups-th row (three rounds each). */
     {256, 1, true, FUSED, 768, 8, true, true},
+    /* The same at four blocks an SM (64 registers, no spills since the float-row changes;
+     * 62 clusters held at once against 45, every SM fuller). On the H200 (two rounds)
+     * 4096x32768 bf16 layer norm backward took 259.4-259.9 us against 270.8 at three blocks,
+     * RMS norm 261.7-261.8 against 258.9-259.0 (plan_penalty ranks them so); with row
+     * tickets 290.0-292.0 against 249.5-255.0, so that variant is left out. Clusters of 16
+     * blocks were slower still (docs/performance-history.md). */
+    {256, 1, true, FUSED, 1024, 8, true, false},
 };
 
 enum {
@@ -479,8 +486,14 @@ static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     double preferred = (double)pb->geo.cols / kn->cluster * pb->elem / 32.0;
     preferred = preferred < 1.0 ? 1.0 : preferred > 512.0 ? 512.0 : preferred;
     double octaves = fabs(log2((double)kn->tpr / preferred));
-    return octaves + (kn->vector ? 0.0 : 0.5) + (kn->how == FUSED && kn->sm_threads == 1024 ? 2.0 : 0.0) +
-           (kn->cluster > 1 && !kn->shared_sums ? 0.75 : 0.0);
+    /* Cluster plans with shared sums: four blocks an SM for layer norm backward, three for
+     * RMS norm, whose other count ranks a quarter of an octave behind (see the knobs). */
+    const bool layer_norm = pb->op->op == DNNJIT_OP_LAYERNORM_BACKWARD;
+    const int shared_sums_threads = layer_norm ? 1024 : 768;
+    return octaves + (kn->vector ? 0.0 : 0.5) +
+           (kn->how == FUSED && kn->cluster == 1 && kn->sm_threads == 1024 ? 2.0 : 0.0) +
+           (kn->cluster > 1 && !kn->shared_sums ? 0.75 : 0.0) +
+           (kn->cluster > 1 && kn->shared_sums && kn->sm_threads != shared_sums_threads ? 0.25 : 0.0);
 }
 
 /* Mode A: split plans (supported only for few long rows, which would otherwise leave most
