@@ -137,13 +137,13 @@ static const knob_t knobs[] = {
      * 4096x32768 bf16 layer and RMS norm backward took 254.4-254.8 and 248.9 us this way
      * against 270.6-271.0 and 258.8-259.0 with every groups-th row (three rounds each). */
     {256, 1, true, FUSED, 768, 8, true, true},
-    /* The same at four blocks an SM (64 registers; ptxas now fits it without the spills it
-     * had when first tried, above; 62 clusters held at once against 45, so fewer SMs hold a
-     * block fewer than the others). On the H200 (two rounds)
-     * 4096x32768 bf16 layer norm backward took 259.4-259.9 us against 270.8 at three blocks,
-     * RMS norm 261.7-261.8 against 258.9-259.0 (plan_penalty ranks them so); with row
-     * tickets 290.0-292.0 against 249.5-255.0, so that variant is left out. Clusters of 16
-     * blocks were slower still (docs/performance-history.md). */
+    /* The same at four blocks an SM: ptxas now fits it in 64 registers without the spills
+     * it had when first tried (above), and the device holds 62 clusters at once against 45,
+     * so fewer SMs hold a block fewer than the others. On the H200 (two rounds) 4096x32768
+     * bf16 layer norm backward took 259.4-259.9 us against 270.8 at three blocks, RMS norm
+     * 261.7-261.8 against 258.9-259.0 (plan_penalty ranks them so); with row tickets
+     * 290.0-292.0 against 249.5-255.0, so that variant is left out. Clusters of 16 blocks
+     * were slower still (docs/performance-history.md). */
     {256, 1, true, FUSED, 1024, 8, true, false},
 };
 

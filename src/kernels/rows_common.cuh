@@ -14,14 +14,13 @@
 // The source of a kernel is: common.cuh, the generated constants DJ_ROWS, DJ_COLS, DJ_TPR,
 // DJ_BLOCK, DJ_VEC, DJ_REGS, DJ_SPLIT and DJ_SEG_COLS (see DjRow), DJ_FLOAT_ROWS (see
 // DjCache), DJ_COL_BLOCKS (blocks in front of the row blocks that do per-column work, 0
-// for most ops), DJ_FUSED_BLOCKS,
-// DJ_FUSED_STRIP and DJ_CLUSTER (a fused norm backward's row blocks, columns per column
-// block and blocks that share a row; 0, unused and 1 otherwise), DJ_SCRATCH_SLOT and
-// DJ_SCRATCH_COUNTERS (the kernel's scratch, whose counters execute zeroes) and
-// DJ_LAUNCH_BOUNDS (the kernel's __launch_bounds__ and any __cluster_dims__), this
-// file, the generated dj_aligned(args) and port accessors, the op's file (rows_<op>.cuh),
-// and rows_kernel.cuh. The accessors are named
-// after the op's ports:
+// for most ops), DJ_FUSED_BLOCKS, DJ_FUSED_STRIP and DJ_CLUSTER (a fused norm backward's
+// row blocks, columns per column block and blocks that share a row; 0, unused and 1
+// otherwise), DJ_SCRATCH_SLOT and DJ_SCRATCH_COUNTERS (the kernel's scratch, whose
+// counters execute zeroes) and DJ_LAUNCH_BOUNDS (the kernel's __launch_bounds__ and any
+// __cluster_dims__), this file, the generated dj_aligned(args) and port accessors, the
+// op's file (rows_<op>.cuh), and rows_kernel.cuh. The accessors are named after the op's
+// ports:
 //   dj_in_P<V>(row, col, v, args, first)  full input P at (row, col .. col + V - 1); a
 //                                         prologue stores the tensors it makes only when
 //                                         `first` is set, which one pass of the op does
