@@ -141,9 +141,10 @@ static const knob_t knobs[] = {
      * it had when first tried (above), and the device holds 62 clusters at once against 45,
      * so fewer SMs hold a block fewer than the others. On the H200 (two rounds) 4096x32768
      * bf16 layer norm backward took 259.4-259.9 us against 270.8 at three blocks, RMS norm
-     * 261.7-261.8 against 258.9-259.0 (plan_penalty ranks them so); with row tickets
-     * 290.0-292.0 against 249.5-255.0, so that variant is left out. Clusters of 16 blocks
-     * were slower still (docs/performance-history.md). */
+     * 261.7-261.8 against 258.9-259.0, and without the rows' L2 prefetches (see
+     * prefetches_rows) RMS norm too runs faster at four; with row tickets 290.0-292.0
+     * against 249.5-255.0, so that variant is left out. Clusters of 16 blocks were slower
+     * still (docs/performance-history.md). */
     {256, 1, true, FUSED, 1024, 8, true, false},
 };
 
@@ -431,6 +432,17 @@ static int rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, cons
     return -1;
 }
 
+/* Whether a cluster plan's blocks prefetch into L2 the row after the one they read next
+ * (dj_cluster_rows). At four blocks an SM their own loads keep the memory busy and the
+ * prefetches only add requests: on the H200 (two rounds) 4096x32768 bf16 layer norm
+ * backward took 267.0-267.1 us without them against 271.5-272.6, RMS norm 253.9-254.7
+ * against 269.0-270.8. At three blocks an SM they cost nothing (279.5-280.0 against
+ * 278.7-279.4), and with row tickets they gain 265.3-265.6 against 274.1-274.6. */
+static bool prefetches_rows(const knob_t *kn)
+{
+    return kn->sm_threads < 1024;
+}
+
 static void rows_knob_name(int knob, char *buf, size_t size)
 {
     const knob_t *kn = &knobs[knob];
@@ -487,14 +499,12 @@ static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     double preferred = (double)pb->geo.cols / kn->cluster * pb->elem / 32.0;
     preferred = preferred < 1.0 ? 1.0 : preferred > 512.0 ? 512.0 : preferred;
     double octaves = fabs(log2((double)kn->tpr / preferred));
-    /* Cluster plans with shared sums: four blocks an SM for layer norm backward, three for
-     * RMS norm, whose other count ranks a quarter of an octave behind (see the knobs). */
-    const bool layer_norm = pb->op->op == DNNJIT_OP_LAYERNORM_BACKWARD;
-    const int shared_sums_threads = layer_norm ? 1024 : 768;
+    /* Cluster plans with shared sums: four blocks an SM, whose three ranks a quarter of an
+     * octave behind (see the knobs and prefetches_rows). */
     return octaves + (kn->vector ? 0.0 : 0.5) +
            (kn->how == FUSED && kn->cluster == 1 && kn->sm_threads == 1024 ? 2.0 : 0.0) +
            (kn->cluster > 1 && !kn->shared_sums ? 0.75 : 0.0) +
-           (kn->cluster > 1 && kn->shared_sums && kn->sm_threads != shared_sums_threads ? 0.25 : 0.0);
+           (kn->cluster > 1 && kn->shared_sums && kn->sm_threads != 1024 ? 0.25 : 0.0);
 }
 
 /* Mode A: split plans (supported only for few long rows, which would otherwise leave most
@@ -685,6 +695,7 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       "[[maybe_unused]] constexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n"
                       "[[maybe_unused]] constexpr bool DJ_SHARED_COL_SUMS = %s;\n"
                       "[[maybe_unused]] constexpr bool DJ_ROW_TICKETS = %s;\n"
+                      "[[maybe_unused]] constexpr bool DJ_PREFETCH_ROWS = %s;\n"
                       "[[maybe_unused]] constexpr bool DJ_COLUMN_OP = %s;\n",
                       (long long)pb.geo.rows, (long long)pb.geo.cols, kn->tpr, kn->tpr * kn->rpb, vec_of(&pb, kn),
                       in_registers(&pb, kn) ? "true" : "false", float_rows(&pb, kn) ? "true" : "false",
@@ -692,7 +703,8 @@ static dnnjit_status_t rows_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       (long long)(fused ? 0 : col_blocks), (long long)fused,
                       (long long)(fused ? col_blocks : 0), FUSED_STRIP, strip_warps, kn->cluster,
                       k->scratch_slot, (long long)(scratch ? counters : 0), kn->shared_sums ? "true" : "false",
-                      kn->row_tickets ? "true" : "false", kn->how == COLUMNS ? "true" : "false");
+                      kn->row_tickets ? "true" : "false", prefetches_rows(kn) ? "true" : "false",
+                      kn->how == COLUMNS ? "true" : "false");
     /* A fused plan's grid assumes sm_threads run at once, which its launch bounds ask the
      * compiler for; a cluster plan's kernel also names its cluster size. A register plan
      * with little to hold asks for a full SM (see FULL_SM_REGISTERS). Other plans give only

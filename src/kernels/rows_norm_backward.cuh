@@ -350,9 +350,11 @@ __device__ __forceinline__ dj_pair dj_collect(int step, unsigned &later)
 // publishes its sums before it waits for the current row's, which hides that wait behind
 // the next row's loads (on 4096x32768 bf16 layer norm backward, 2.47 TB/s against 2.15
 // waiting in turn; prefetching three or four rows ahead into L2 rather than two gained
-// nothing, nor did one barrier per block-wide sum instead of two). The cluster's rows are
-// `row`, `next`, then every `step_rows`-th row after it, or with DJ_ROW_TICKETS the rows the
-// first block's first thread takes from `tickets`, each two rows before it is worked on.
+// nothing, nor did one barrier per block-wide sum instead of two). With DJ_PREFETCH_ROWS
+// the row after `next` is prefetched into L2 as well (see prefetches_rows in rows.c). The
+// cluster's rows are `row`, `next`, then every `step_rows`-th row after it, or with
+// DJ_ROW_TICKETS the rows the first block's first thread takes from `tickets`, each two
+// rows before it is worked on.
 template <int V>
 __device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned rank, dj_i64 row, dj_i64 next,
                                                 dj_i64 step_rows, unsigned *tickets, DjColSums<V> &col_sums)
@@ -362,13 +364,15 @@ __device__ __forceinline__ void dj_cluster_rows(const DjArgs &args, unsigned ran
     unsigned pending = taker ? atomicAdd(tickets, 1u) : 0u;
     const auto slice = [&](dj_i64 r) { return DjRow<V>{r, (int)rank, lane, 0, r < DJ_ROWS}; };
     const auto prefetch = [&](dj_i64 r) {
-        const DjRow<V> rw = slice(r);
+        if constexpr (DJ_PREFETCH_ROWS) {
+            const DjRow<V> rw = slice(r);
 #pragma unroll
-        for (int k = 0; k < DjRow<V>::CHUNKS; k++)
-            if (rw.has(k)) {
-                dj_pf_DY(rw.row, rw.col(k), args);
-                dj_pf_X(rw.row, rw.col(k), args);
-            }
+            for (int k = 0; k < DjRow<V>::CHUNKS; k++)
+                if (rw.has(k)) {
+                    dj_pf_DY(rw.row, rw.col(k), args);
+                    dj_pf_X(rw.row, rw.col(k), args);
+                }
+        }
     };
     DjHeldRow<V> first, second;
     const DjScale<V> scales(slice(row), args);
