@@ -433,11 +433,12 @@ static int rows_fallback_knob(dnnjit_graph_t g, const dnnjit__group_t *grp, cons
 }
 
 /* Whether a cluster plan's blocks prefetch into L2 the row after the one they read next
- * (dj_cluster_rows). At four blocks an SM their own loads keep the memory busy and the
- * prefetches only add requests: on the H200 (two rounds) 4096x32768 bf16 layer norm
- * backward took 267.0-267.1 us without them against 271.5-272.6, RMS norm 253.9-254.7
- * against 269.0-270.8. At three blocks an SM they cost nothing (279.5-280.0 against
- * 278.7-279.4), and with row tickets they gain 265.3-265.6 against 274.1-274.6. */
+ * (dj_cluster_rows). With 1024 threads an SM (four blocks of 256) their own loads keep the
+ * memory busy and the prefetches only add requests: on the H200 (two rounds) 4096x32768
+ * bf16 layer norm backward took 267.0-267.1 us without them against 271.5-272.6 with
+ * them, RMS norm 253.9-254.7 against 269.0-270.8. At three blocks an SM they change
+ * nothing (279.5-280.0 without, 278.7-279.4 with), and with row tickets they pay off
+ * (265.3-265.6 with, 274.1-274.6 without). */
 static bool prefetches_rows(const knob_t *kn)
 {
     return kn->sm_threads < 1024;
