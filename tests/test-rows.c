@@ -451,10 +451,10 @@ static void mode_a_picks_by_row_length(void **state)
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r4_vec_fused_half"},   /* 125 vectors: 2 chunks */
         /* 32768 elements are 32 a thread at 1024 threads, 32 + 64 registers: too many for a
          * block, but clusters of 8 blocks take a 4096-wide slice each, as above, their
-         * column sums in shared memory, four blocks an SM for layer norm (a cluster plan
-         * with them in registers ranks three quarters of an octave behind, three blocks an
-         * SM a quarter); 16384 elements take clusters of 4 (a 128-thread slice at 256
-         * threads is an octave off, more than that). */
+         * column sums in shared memory, four blocks an SM (a cluster plan with them in
+         * registers ranks three quarters of an octave behind, three blocks an SM a
+         * quarter); 16384 elements take clusters of 4 (a 128-thread slice at 256 threads
+         * is an octave off, more than that). */
         {OP_LAYERNORM_BACKWARD, DNNJIT_DATA_TYPE_BFLOAT16, 32768, "t256_r1_vec_fused_smem_b4_c8"},
         {OP_RMSNORM_BACKWARD, DNNJIT_DATA_TYPE_HALF, 16384, "t256_r1_vec_fused_half_c4"},
         {OP_SOFTMAX_BACKWARD, DNNJIT_DATA_TYPE_HALF, 1000, "t64_r2_vec"},      /* 2 x (4 + 4) */

@@ -500,8 +500,8 @@ static double plan_penalty(const dnnjit__rows_problem_t *pb, const knob_t *kn)
     double preferred = (double)pb->geo.cols / kn->cluster * pb->elem / 32.0;
     preferred = preferred < 1.0 ? 1.0 : preferred > 512.0 ? 512.0 : preferred;
     double octaves = fabs(log2((double)kn->tpr / preferred));
-    /* Cluster plans with shared sums: four blocks an SM, whose three ranks a quarter of an
-     * octave behind (see the knobs and prefetches_rows). */
+    /* Cluster plans with shared sums: four blocks an SM first, three a quarter of an octave
+     * behind (see the knobs and prefetches_rows). */
     return octaves + (kn->vector ? 0.0 : 0.5) +
            (kn->how == FUSED && kn->cluster == 1 && kn->sm_threads == 1024 ? 2.0 : 0.0) +
            (kn->cluster > 1 && !kn->shared_sums ? 0.75 : 0.0) +
