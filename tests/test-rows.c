@@ -949,6 +949,8 @@ static void launch_shape_and_source(void **state)
     assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 1)"));
     /* 8 elements of each input and 16 column sums: floats. */
     assert_non_null(strstr(k.source, "constexpr bool DJ_FLOAT_ROWS = true;"));
+    /* No DBIAS in this graph: the sums of dy are not kept. */
+    assert_non_null(strstr(k.source, "constexpr bool DJ_DBIAS = false;"));
     assert_int_equal(k.scratch_bytes, 64 * 4 + 132 * 2 * 4096 * 4);
     assert_int_equal(k.resident_cluster, 0);
     dnnjit__kernel_free(&k);
@@ -963,6 +965,7 @@ static void launch_shape_and_source(void **state)
     assert_int_equal(k.block[0], 256);
     assert_non_null(strstr(k.source, "#define DJ_LAUNCH_BOUNDS __launch_bounds__(DJ_BLOCK, 2) __cluster_dims__(8, 1, 1)"));
     assert_non_null(strstr(k.source, "constexpr int DJ_CLUSTER = 8;"));
+    assert_non_null(strstr(k.source, "constexpr bool DJ_DBIAS = true;"));
     /* A cluster holds two rows at once: packed. */
     assert_non_null(strstr(k.source, "constexpr bool DJ_FLOAT_ROWS = false;"));
     assert_non_null(strstr(k.source, "constexpr int DJ_SPLIT = 8;"));

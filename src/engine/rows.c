@@ -161,7 +161,8 @@ enum {
      * 2048, 3.58 to 3.63-3.69 TB/s over four runs; add + RMS norm (five tensors: 18)
      * spilled at 32 and slowed, 3.85 to 3.44. */
     FULL_SM_REGISTERS = 16,
-    /* A fused plan also keeps two float column sums per element a thread covers. */
+    /* A fused plan also keeps two float column sums per element a thread covers. (One
+     * where the group writes no DBIAS, but the plans stay sized for two, as measured.) */
     FUSED_REGISTERS = 48,
     /* The row as floats and the column sums a fused plan at 512 threads an SM may keep
      * (see float_rows). */
@@ -629,10 +630,12 @@ static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t
     default:
         dnnjit__sb_printf(sb,
                           "[[maybe_unused]] constexpr bool DJ_CENTER = %s;\n"
+                          "[[maybe_unused]] constexpr bool DJ_DBIAS = %s;\n"
                           "[[maybe_unused]] constexpr int DJ_STRIP = %d;\n"
                           "[[maybe_unused]] constexpr int DJ_SEGMENTS = %lld;\n"
                           "[[maybe_unused]] constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\n",
-                          n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->strip, (long long)pb->segments,
+                          n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->sums_dbias ? "true" : "false",
+                          pb->strip, (long long)pb->segments,
                           (long long)pb->seg_rows);
         break;
     }

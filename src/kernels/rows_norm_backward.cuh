@@ -10,7 +10,10 @@
 // sums in segment order: no float atomics, so the result is deterministic. The column
 // blocks come first so that they start with the row blocks rather than after them.
 // A fused plan (DJ_FUSED_BLOCKS > 0) reads DY and X once instead: see dj_rows_fused. MEAN
-// reads 0 for RMS norm.
+// reads 0 for RMS norm. The sums of dbias are kept, stored and added up only when the group
+// writes DBIAS (DJ_DBIAS); DBIAS's accessor stores nothing otherwise, and dropping its
+// sums spares a fused plan's row groups their half of the partial sums (on 4096x32768,
+// 8 MB written and read again) and its shared sums their half of the shared memory.
 
 // A thread's sums of dscale and dbias over the rows it worked on, per element of its
 // chunks: in registers, or with DJ_SHARED_COL_SUMS in shared memory, which leaves the
@@ -49,7 +52,8 @@ template <int V, bool SHARED = DJ_SHARED_COL_SUMS> struct DjColSums {
 // fall in distinct banks (and with four-element groups, [i / 4][t] as float4).
 constexpr int DJ_SHARED_SUMS = DjRow<DJ_VEC>::CHUNKS * DJ_VEC;
 static_assert(DJ_SHARED_SUMS >= DjRow<1>::CHUNKS, "the shared sums hold the one-element path's");
-__shared__ float4 dj_shared_col_sums[DJ_SHARED_COL_SUMS ? 2 : 1][DJ_SHARED_COL_SUMS ? (DJ_SHARED_SUMS + 3) / 4 : 1]
+constexpr int DJ_COL_SUMS = DJ_DBIAS ? 2 : 1; // dscale's sums, then dbias's
+__shared__ float4 dj_shared_col_sums[DJ_SHARED_COL_SUMS ? DJ_COL_SUMS : 1][DJ_SHARED_COL_SUMS ? (DJ_SHARED_SUMS + 3) / 4 : 1]
                                     [DJ_SHARED_COL_SUMS ? DJ_BLOCK : 1];
 
 template <int V> struct DjColSums<V, true> {
@@ -78,13 +82,15 @@ template <int V> struct DjColSums<V, true> {
 #pragma unroll
             for (int q = 0; q < V / 4; q++) {
                 quad(0, k, q) = make_float4(ds[4 * q], ds[4 * q + 1], ds[4 * q + 2], ds[4 * q + 3]);
-                quad(1, k, q) = make_float4(db[4 * q], db[4 * q + 1], db[4 * q + 2], db[4 * q + 3]);
+                if constexpr (DJ_DBIAS)
+                    quad(1, k, q) = make_float4(db[4 * q], db[4 * q + 1], db[4 * q + 2], db[4 * q + 3]);
             }
         } else {
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 at(0, k, e) = ds[e];
-                at(1, k, e) = db[e];
+                if constexpr (DJ_DBIAS)
+                    at(1, k, e) = db[e];
             }
         }
     }
@@ -93,7 +99,7 @@ template <int V> struct DjColSums<V, true> {
         if constexpr (QUADS) {
 #pragma unroll
             for (int q = 0; q < V / 4; q++) {
-                const float4 s = quad(0, k, q), b = quad(1, k, q);
+                const float4 s = quad(0, k, q), b = DJ_DBIAS ? quad(1, k, q) : float4{};
                 ds[4 * q] = s.x, ds[4 * q + 1] = s.y, ds[4 * q + 2] = s.z, ds[4 * q + 3] = s.w;
                 db[4 * q] = b.x, db[4 * q + 1] = b.y, db[4 * q + 2] = b.z, db[4 * q + 3] = b.w;
             }
@@ -101,7 +107,7 @@ template <int V> struct DjColSums<V, true> {
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 ds[e] = at(0, k, e);
-                db[e] = at(1, k, e);
+                db[e] = DJ_DBIAS ? at(1, k, e) : 0.0f;
             }
         }
     }
@@ -281,7 +287,7 @@ template <int V> __device__ __forceinline__ void dj_row_op(const DjRow<V> &rw, c
 // Declared once for the kernel rather than in dj_rows_fused, which both access widths
 // instantiate (a static shared array in each would take the memory twice).
 __shared__ __align__(16) float dj_fused_rows_sums[DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? DJ_RPB : 1]
-                                                   [DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? 2 * DJ_COLS : 1];
+                                                   [DJ_FUSED_BLOCKS > 0 && DJ_RPB > 1 ? DJ_COL_SUMS * DJ_COLS : 1];
 // (Read only by a fused plan's code, which the other plans never instantiate.)
 [[maybe_unused]] constexpr unsigned DJ_FUSED_GROUPS = DJ_FUSED_BLOCKS / DJ_CLUSTER;
 
@@ -513,11 +519,12 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
                 float dscale[V], dbias[V];
                 sums.get(k, dscale, dbias);
                 dj_store_sums(to + rw.col(k), dscale);
-                dj_store_sums(to + DJ_COLS + rw.col(k), dbias);
+                if constexpr (DJ_DBIAS)
+                    dj_store_sums(to + DJ_COLS + rw.col(k), dbias);
             }
         if constexpr (DJ_RPB > 1) {
             __syncthreads();
-            for (int c = (int)threadIdx.x; c < 2 * DJ_COLS; c += DJ_BLOCK) {
+            for (int c = (int)threadIdx.x; c < DJ_COL_SUMS * DJ_COLS; c += DJ_BLOCK) {
                 float total = dj_fused_rows_sums[0][c];
                 for (int r = 1; r < DJ_RPB; r++)
                     total += dj_fused_rows_sums[r][c];
@@ -547,7 +554,8 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
         // Past L1 (__ldcg): the sums come from other SMs.
         for (dj_i64 b = turn; b < groups; b += DJ_FUSED_STRIP_WARPS) {
             dscale += __ldcg(partial + b * 2 * DJ_COLS + col);
-            dbias += __ldcg(partial + b * 2 * DJ_COLS + DJ_COLS + col);
+            if constexpr (DJ_DBIAS)
+                dbias += __ldcg(partial + b * 2 * DJ_COLS + DJ_COLS + col);
         }
     }
     __shared__ float part[WARPS][2][32];
@@ -577,7 +585,8 @@ template <int LANES, int V> __device__ __forceinline__ void dj_col_sums(float (&
 #pragma unroll
         for (int e = 0; e < V; e++) {
             dscale[e] += dj_shfl_xor(dscale[e], m);
-            dbias[e] += dj_shfl_xor(dbias[e], m);
+            if constexpr (DJ_DBIAS)
+                dbias[e] += dj_shfl_xor(dbias[e], m);
         }
     __shared__ float part[DJ_BLOCK / 32][LANES][2 * V];
     const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
@@ -585,7 +594,8 @@ template <int LANES, int V> __device__ __forceinline__ void dj_col_sums(float (&
 #pragma unroll
         for (int e = 0; e < V; e++) {
             part[warp][lane][e] = dscale[e];
-            part[warp][lane][V + e] = dbias[e];
+            if constexpr (DJ_DBIAS)
+                part[warp][lane][V + e] = dbias[e];
         }
     }
     __syncthreads();
@@ -593,10 +603,11 @@ template <int LANES, int V> __device__ __forceinline__ void dj_col_sums(float (&
 #pragma unroll
         for (int e = 0; e < V; e++) {
             dscale[e] = part[0][threadIdx.x][e];
-            dbias[e] = part[0][threadIdx.x][V + e];
+            dbias[e] = DJ_DBIAS ? part[0][threadIdx.x][V + e] : 0.0f;
             for (int w = 1; w < DJ_BLOCK / 32; w++) {
                 dscale[e] += part[w][threadIdx.x][e];
-                dbias[e] += part[w][threadIdx.x][V + e];
+                if constexpr (DJ_DBIAS)
+                    dbias[e] += part[w][threadIdx.x][V + e];
             }
         }
     }
@@ -638,7 +649,8 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 sums[(2 * segment) * DJ_STRIP + lane * V + e] = dscale[e];
-                sums[(2 * segment + 1) * DJ_STRIP + lane * V + e] = dbias[e];
+                if constexpr (DJ_DBIAS)
+                    sums[(2 * segment + 1) * DJ_STRIP + lane * V + e] = dbias[e];
             }
         }
         if (!dj_block_arrives_last(arrivals + strip, DJ_SEGMENTS))
@@ -650,7 +662,8 @@ template <int V> __device__ __forceinline__ void dj_col_op(const DjArgs &args)
                 dscale[e] = dbias[e] = 0.0f;
                 for (int s = 0; s < DJ_SEGMENTS; s++) {
                     dscale[e] += dj_load_cg(sums + (2 * s) * DJ_STRIP + lane * V + e);
-                    dbias[e] += dj_load_cg(sums + (2 * s + 1) * DJ_STRIP + lane * V + e);
+                    if constexpr (DJ_DBIAS)
+                        dbias[e] += dj_load_cg(sums + (2 * s + 1) * DJ_STRIP + lane * V + e);
                 }
             }
         }
