@@ -597,8 +597,11 @@ static dnnjit_status_t load_and_attach(const dnnjit__built_kernel_t *b, dnnjit__
         free(k);
         return s;
     }
-    /* Past 48 KiB, dynamic shared memory is granted only on request. */
-    if (b->kernel.shared_bytes > 48 * 1024)
+    /* Past 48 KiB, dynamic shared memory is granted only on request, and the 48 KiB count
+     * the kernel's static shared memory too (a split-K sm_80 kernel declares a word): asked
+     * for whenever the kernel takes any, rather than only when the dynamic part alone is
+     * past the limit. */
+    if (b->kernel.shared_bytes > 0)
         s = dnnjit__cu_check(dnnjit__cuda()->cuFuncSetAttribute(k->fn, DNNJIT__CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                                 (int)b->kernel.shared_bytes),
                              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
