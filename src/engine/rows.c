@@ -634,7 +634,8 @@ static void emit_op_constants(dnnjit__strbuf_t *sb, const dnnjit__rows_problem_t
                           "[[maybe_unused]] constexpr int DJ_STRIP = %d;\n"
                           "[[maybe_unused]] constexpr int DJ_SEGMENTS = %lld;\n"
                           "[[maybe_unused]] constexpr dj_i64 DJ_SEG_ROWS = %lldLL;\n",
-                          n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false", pb->sums_dbias ? "true" : "false",
+                          n->op == DNNJIT_OP_LAYERNORM_BACKWARD ? "true" : "false",
+                          dnnjit__rows_writes(pb->grp, n->out[2] /* DBIAS */) ? "true" : "false",
                           pb->strip, (long long)pb->segments,
                           (long long)pb->seg_rows);
         break;

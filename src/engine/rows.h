@@ -39,7 +39,6 @@ typedef struct dnnjit__rows_problem {
     int kept_size[2];  /* bytes per element each keeps in registers (see dnnjit__rows_kept_type) */
     int passes;        /* passes over the full inputs */
     bool column_role;  /* norm backward with DSCALE or DBIAS to sum over the rows */
-    bool sums_dbias;   /* ... DBIAS among them: its column sums of dy are kept too */
     int strip;         /* columns per block of the per-column work */
     int64_t segments;  /* blocks per strip, each summing seg_rows rows (their sums meet in */
     int64_t seg_rows;  /* the kernel's scratch when there are several) */

@@ -116,8 +116,8 @@ bool dnnjit__rows_problem(dnnjit_graph_t g, const dnnjit__group_t *grp, dnnjit__
             pb->kept_size[pb->kept_inputs++] =
                 (int)dnnjit_data_type_size(dnnjit__rows_kept_type(pb, pb->op->in[s]));
     bool backward_norm = pb->op->op == DNNJIT_OP_LAYERNORM_BACKWARD || pb->op->op == DNNJIT_OP_RMSNORM_BACKWARD;
-    pb->sums_dbias = backward_norm && dnnjit__rows_writes(grp, pb->op->out[2]);
-    pb->column_role = pb->sums_dbias || (backward_norm && dnnjit__rows_writes(grp, pb->op->out[1]));
+    pb->column_role = backward_norm && (dnnjit__rows_writes(grp, pb->op->out[1]) ||
+                                        dnnjit__rows_writes(grp, pb->op->out[2]));
     pb->vec = vector_width(pb);
     /* A strip is at least one vector, and up to 128 bytes (a cache line: sectors that one
      * warp access fetches together, kinder to DRAM than single sectors 32 bytes apart in
