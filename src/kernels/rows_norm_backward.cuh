@@ -163,8 +163,17 @@ template <int V> struct DjScale {
 // computes anyway), saving the second pass a subtraction an element. Only there: every
 // cache of floats centred (fp32 rows too) ran 1000-wide fp32 layer norm backward's column-
 // block plan (t128_r1_vec) 14% slower on the H200, 200.4 us against 175.5.
+// With FOLD (x's values are 16-bit floats, not kept centred) neither pass subtracts the
+// mean an element: the first sums g * x and takes mean * sum(g) off once, the second
+// computes xhat and the terms it feeds with one fused multiply-add each from x. That
+// rounds at 2^-24 of |x|-sized values rather than of |x - mean|-sized ones, well below x's
+// own rounding (2^-9 of |x| for bf16, 2^-12 for fp16), and saves one or two instructions
+// an element in each pass, which is what sets a cluster plan's pace: on the H200,
+// 4096x32768 bf16 layer norm backward is bound by instruction issue, not DRAM. A float x
+// keeps the subtraction, exact for x near the mean.
 template <int V> struct DjHeldRow {
     static constexpr bool CENTRED = DjRow<V>::REGS && DJ_FLOAT_ROWS;
+    static constexpr bool FOLD = sizeof(DjKept_X) == 2 && !CENTRED;
     DjCache<DjKept_DY, V> dy;
     DjCache<DjKept_X, V> x;
     float mean, inv_var;
@@ -204,7 +213,8 @@ __device__ __forceinline__ dj_pair dj_norm_backward_sums(const DjRow<V> &rw, con
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 const float g = dy[e] * scale[e];
-                x[e] -= held.mean;
+                if constexpr (!DjHeldRow<V>::FOLD)
+                    x[e] -= held.mean;
                 sums.a += g;
                 sums.b += g * x[e];
             }
@@ -212,22 +222,29 @@ __device__ __forceinline__ dj_pair dj_norm_backward_sums(const DjRow<V> &rw, con
                 held.x.put(k, x);
         }
     }
+    if constexpr (DjHeldRow<V>::FOLD)
+        sums.b -= held.mean * sums.a;
     return sums;
 }
 
 // A row's second pass, given the sums over the whole row: dx, and with SUM the row's
 // dscale and dbias terms added to `col_sums`. dx is computed as
 //   dy * (inv_var * scale) - xhat * (inv_var * mean(g * xhat)) - inv_var * mean(g)
-// with the row's factors taken out of the per-element work: two fused multiply-adds and a
-// multiply an element (the division by the row length is a multiply by its reciprocal).
+// with the row's factors taken out of the per-element work (the division by the row
+// length is a multiply by its reciprocal). With FOLD (see DjHeldRow), xhat and the last
+// two terms are each one fused multiply-add from x.
 template <int V, bool SUM>
 __device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const DjArgs &args, const DjScale<V> &scales,
                                                     DjHeldRow<V> &held, dj_pair sums, DjColSums<V> &col_sums)
 {
     using R = DjRow<V>;
     constexpr float INV_COLS = 1.0f / (float)DJ_COLS;
+    constexpr bool FOLD = DjHeldRow<V>::FOLD;
     const float row_g = DJ_CENTER ? held.inv_var * (sums.a * INV_COLS) : 0.0f;
     const float row_gx = held.inv_var * (held.inv_var * (sums.b * INV_COLS));
+    // With FOLD: xhat = x * inv_var + shift, and xhat * row_gx + row_g = x * tail_x + tail_c.
+    const float shift = -held.mean * held.inv_var;
+    const float tail_x = held.inv_var * row_gx, tail_c = shift * row_gx + row_g;
 #pragma unroll(R::UNROLL)
     for (int k = 0; k < R::CHUNKS; k++) {
         float dy[V], x[V], scale[V], dx[V];
@@ -238,8 +255,10 @@ __device__ __forceinline__ void dj_norm_backward_dx(const DjRow<V> &rw, const Dj
             float dscale[V];
 #pragma unroll
             for (int e = 0; e < V; e++) {
-                const float xhat = (DjHeldRow<V>::CENTRED ? x[e] : x[e] - held.mean) * held.inv_var;
-                dx[e] = dy[e] * (held.inv_var * scale[e]) - (xhat * row_gx + row_g);
+                const float centred = DjHeldRow<V>::CENTRED ? x[e] : x[e] - held.mean;
+                const float xhat = FOLD ? x[e] * held.inv_var + shift : centred * held.inv_var;
+                const float tail = FOLD ? x[e] * tail_x + tail_c : xhat * row_gx + row_g;
+                dx[e] = dy[e] * (held.inv_var * scale[e]) - tail;
                 dscale[e] = dy[e] * xhat;
             }
             if constexpr (SUM)
