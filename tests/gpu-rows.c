@@ -133,14 +133,21 @@ static void norm_forward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool
     check(g, center - 1.0, center + 1.0, tu_tolerance(io), sweep, label);
 }
 
-static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias, bool sweep)
+/* Inputs in center + [0.1, 1]. */
+static void norm_backward_around(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias, bool sweep,
+                                 double center)
 {
     char label[96];
     dnnjit_graph_t g = tu_norm_backward_graph(io, rows, cols, rms, dbias, label, sizeof label);
     /* Positive inputs: DBIAS (and RMS norm's DSCALE) of a narrow row is a sum over the rows
      * of a single column, which values of both signs could cancel to near zero, where any
      * float sum's rounding is a large relative error. */
-    check(g, 0.1, 1.0, tu_tolerance(io), sweep, label);
+    check(g, center + 0.1, center + 1.0, tu_tolerance(io), sweep, label);
+}
+
+static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias, bool sweep)
+{
+    norm_backward_around(io, rows, cols, rms, dbias, sweep, 0.0);
 }
 
 static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, const int64_t *stride, bool columns,
@@ -191,6 +198,10 @@ static void norms_far_from_zero(void **state)
         for (int rms = 0; rms < 2; rms++)
             norm_forward(DNNJIT_DATA_TYPE_FLOAT, shapes[s][0], shapes[s][1], rms, DNNJIT_NORM_PHASE_TRAINING, true,
                          1000.0);
+    /* Layer norm backward of bf16 x near its mean, both around 1000, which the rows engine
+     * computes without subtracting the mean an element (DjHeldRow's FOLD): every plan. */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        norm_backward_around(DNNJIT_DATA_TYPE_BFLOAT16, shapes[s][0], shapes[s][1], false, true, true, 1000.0);
 }
 
 /* Every reduction mode at every width over ROWS rows, the io type turning with both; every
