@@ -199,7 +199,8 @@ static void norms_far_from_zero(void **state)
             norm_forward(DNNJIT_DATA_TYPE_FLOAT, shapes[s][0], shapes[s][1], rms, DNNJIT_NORM_PHASE_TRAINING, true,
                          1000.0);
     /* Layer norm backward of bf16 x near its mean, both around 1000, which the rows engine
-     * computes without subtracting the mean an element (DjHeldRow's FOLD): every plan. */
+     * computes without subtracting the mean an element (DjHeldRow's FOLD): every plan. On
+     * the H200 the worst DX was 3.4e-3 from float64 (5x32768, a scalar stream plan). */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         norm_backward_around(DNNJIT_DATA_TYPE_BFLOAT16, shapes[s][0], shapes[s][1], false, true, true, 1000.0);
 }

@@ -165,12 +165,16 @@ template <int V> struct DjScale {
 // block plan (t128_r1_vec) 14% slower on the H200, 200.4 us against 175.5.
 // With FOLD (x's values are 16-bit floats, not kept centred) neither pass subtracts the
 // mean an element: the first sums g * x and takes mean * sum(g) off once, the second
-// computes xhat and the terms it feeds with one fused multiply-add each from x. That
-// rounds at 2^-24 of |x|-sized values rather than of |x - mean|-sized ones, well below x's
-// own rounding (2^-9 of |x| for bf16, 2^-12 for fp16), and saves one or two instructions
-// an element in each pass, which is what sets a cluster plan's pace: on the H200,
-// 4096x32768 bf16 layer norm backward is bound by instruction issue, not DRAM. A float x
-// keeps the subtraction, exact for x near the mean.
+// computes xhat and the terms it feeds with one fused multiply-add each from x. That saves
+// one or two instructions an element in each pass, which is what sets a cluster plan's
+// pace (on the H200, 4096x32768 bf16 layer norm backward is bound by instruction issue,
+// not DRAM; with bf16 rows read as words, 263 -> 245 us). The cost is rounding at the
+// scale of |x| rather than of |x - mean|: in the second pass 2^-24 of |x| * inv_var, below
+// x's own rounding (2^-9 of |x| for bf16, 2^-12 for fp16); in the first, the row's sums of
+// g * x and mean * g cancel. With x and the mean both around 1000 in bf16 (deviations of 4,
+// test-gpu-rows' norms_far_from_zero), DX came within 3.4e-3 of float64 at worst (32768
+// wide), inside bf16's 1e-2; on ordinary rows the errors stayed where they were (below
+// 1e-4). A float x keeps the subtraction, exact for x near the mean.
 template <int V> struct DjHeldRow {
     static constexpr bool CENTRED = DjRow<V>::REGS && DJ_FLOAT_ROWS;
     static constexpr bool FOLD = sizeof(DjKept_X) == 2 && !CENTRED;
