@@ -200,19 +200,15 @@ __device__ __forceinline__ void dj_chunk(const DjRow<V> &rw, DjCache<T, V> &cach
             return;
         }
     }
-    // Each branch fills the cache itself: packing what was just unpacked from memory then
-    // folds back to the loaded words, which it would not through a select of the two.
     if (rw.has(k)) {
         in(rw.row, rw.col(k), x, first);
-        if constexpr (DjRow<V>::REGS)
-            cache.put(k, x);
     } else {
 #pragma unroll
         for (int e = 0; e < V; e++)
             x[e] = fill;
-        if constexpr (DjRow<V>::REGS)
-            cache.put(k, x);
     }
+    if constexpr (DjRow<V>::REGS)
+        cache.put(k, x);
 }
 
 // ---- reductions over a row --------------------------------------------------------------
