@@ -587,7 +587,7 @@ template <int V> __device__ __forceinline__ void dj_rows_fused(const DjArgs &arg
         // every load of the strip's partial sums is issued before the first add, one round
         // trip to L2 where the compiler's unrolling by 16 made three (on the H200, in five
         // rounds on two machines, 32768x1000 fp16 RMS norm backward 57.2 -> 56.5 us, layer
-        // norm 59.5-60.0 -> 59.1-59.7, 0.4 us faster in four rounds and 0.2 slower in one).
+        // norm 59.5-60.0 -> 59.1-59.7: 0.4-0.6 us faster in four rounds, 0.2 slower in one).
         // The cluster plans, whose groups are counted at run time, keep the compiler's loop:
         // unrolled whole with a guard on each turn, or not unrolled at all, 4096x32768 bf16
         // layer norm backward ran 1-1.5% slower.
