@@ -151,7 +151,8 @@ template <int V> struct DjCache<dj_half, V, true> : DjPackedCache<dj_half, V> {}
 // V elements of T to or from floats, in accesses of at most 16 bytes (p aligned to them).
 // bf16 pairs are read as 32-bit words and widened with one instruction a value (see
 // dj_unpack2): element by element, NVVM extracted each odd value into a register of its
-// own first, two instructions where one does.
+// own first, two instructions where one does. fp16 keeps the element loop: its conversion
+// already reads either half of a word in one instruction (dj_unpack2's cvt, the same).
 template <typename T, int V> __device__ __forceinline__ void dj_load(const T *p, float (&v)[V])
 {
     constexpr int P = 16 / (int)sizeof(T) < V ? 16 / (int)sizeof(T) : V;
