@@ -134,8 +134,8 @@ static void norm_forward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool
 }
 
 /* Inputs in center + [0.1, 1]. */
-static void norm_backward_around(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias, bool sweep,
-                                 double center)
+static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias, bool sweep,
+                          double center)
 {
     char label[96];
     dnnjit_graph_t g = tu_norm_backward_graph(io, rows, cols, rms, dbias, label, sizeof label);
@@ -143,11 +143,6 @@ static void norm_backward_around(dnnjit_data_type_t io, int64_t rows, int64_t co
      * of a single column, which values of both signs could cancel to near zero, where any
      * float sum's rounding is a large relative error. */
     check(g, center + 0.1, center + 1.0, tu_tolerance(io), sweep, label);
-}
-
-static void norm_backward(dnnjit_data_type_t io, int64_t rows, int64_t cols, bool rms, bool dbias, bool sweep)
-{
-    norm_backward_around(io, rows, cols, rms, dbias, sweep, 0.0);
 }
 
 static void reduction(dnnjit_data_type_t io, int64_t rows, int64_t cols, const int64_t *stride, bool columns,
@@ -181,7 +176,7 @@ static void norms_all(void **state)
                 bool sweep = w == SWEEP_WIDTH && t == 2;
                 norm_forward(io_types[t], ROWS, widths[w], rms, DNNJIT_NORM_PHASE_INFERENCE, sweep, 0.0);
                 norm_forward(io_types[t], ROWS, widths[w], rms, DNNJIT_NORM_PHASE_TRAINING, false, 0.0);
-                norm_backward(io_types[t], ROWS, widths[w], rms, (w + rms) % 2, sweep);
+                norm_backward(io_types[t], ROWS, widths[w], rms, (w + rms) % 2, sweep, 0.0);
             }
 }
 
@@ -202,7 +197,7 @@ static void norms_far_from_zero(void **state)
      * computes without subtracting the mean an element (DjHeldRow's FOLD): every plan. On
      * the H200 the worst DX was 3.4e-3 from float64 (5x32768, a scalar stream plan). */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        norm_backward_around(DNNJIT_DATA_TYPE_BFLOAT16, shapes[s][0], shapes[s][1], false, true, true, 1000.0);
+        norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, shapes[s][0], shapes[s][1], false, true, true, 1000.0);
 }
 
 /* Every reduction mode at every width over ROWS rows, the io type turning with both; every
@@ -263,12 +258,12 @@ static void column_reductions(void **state)
 static void fused_column_sums(void **state)
 {
     (void)state;
-    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 1200, 4096, false, true, true);
-    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 600, 8192, true, false, true);
-    norm_backward(DNNJIT_DATA_TYPE_HALF, 700, 16384, false, true, true);
-    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 300, 32768, true, true, true);
-    norm_backward(DNNJIT_DATA_TYPE_HALF, 5001, 1000, true, true, true);
-    norm_backward(DNNJIT_DATA_TYPE_FLOAT, 2500, 1000, false, true, true);
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 1200, 4096, false, true, true, 0.0);
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 600, 8192, true, false, true, 0.0);
+    norm_backward(DNNJIT_DATA_TYPE_HALF, 700, 16384, false, true, true, 0.0);
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 300, 32768, true, true, true, 0.0);
+    norm_backward(DNNJIT_DATA_TYPE_HALF, 5001, 1000, true, true, true, 0.0);
+    norm_backward(DNNJIT_DATA_TYPE_FLOAT, 2500, 1000, false, true, true, 0.0);
 }
 
 /* Rows too long for registers at fewer threads (block-wide and stream plans), few of
@@ -280,8 +275,8 @@ static void long_rows(void **state)
     softmax_forward(DNNJIT_DATA_TYPE_FLOAT, 3, 65537, 2, true);
     norm_forward(DNNJIT_DATA_TYPE_HALF, 5, 32768, false, DNNJIT_NORM_PHASE_TRAINING, true, 0.0);
     norm_forward(DNNJIT_DATA_TYPE_BFLOAT16, 3, 100000, true, DNNJIT_NORM_PHASE_TRAINING, true, 0.0);
-    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 5, 32768, false, true, true);
-    norm_backward(DNNJIT_DATA_TYPE_FLOAT, 300, 1024, true, true, true);
+    norm_backward(DNNJIT_DATA_TYPE_BFLOAT16, 5, 32768, false, true, true, 0.0);
+    norm_backward(DNNJIT_DATA_TYPE_FLOAT, 300, 1024, true, true, true, 0.0);
     softmax_backward(DNNJIT_DATA_TYPE_HALF, 4, 40000, true);
     reduction(DNNJIT_DATA_TYPE_FLOAT, 3, 300000, NULL, false, DNNJIT_REDUCTION_NORM2, true);
     reduction(DNNJIT_DATA_TYPE_HALF, 1, 4000000, NULL, false, DNNJIT_REDUCTION_AMAX, true);
