@@ -1,7 +1,8 @@
 /* GPU: the sm_90a GEMM engine (TMA + wgmma), its plans among those heuristics A and B list,
  * against the float64 reference on fresh random data with poisoned outputs: fp16, bf16,
  * fp8 (E4M3, E5M2, with a per-tensor scale) and fp32 as TF32;
- * odd M, N and K; strides TMA cannot take (the kernel's staged copies); A and B K-major
+ * odd M, N and K; strides TMA cannot take (the kernel's staged copies, or A read by row
+ * class into registers); A and B K-major
  * and M/N-major;
  * broadcast and 4-D batches; the direct, staged, clustered and split-K variants; fused epilogues
  * (bias + relu, row bias + residual + tanh, scale and cast); every knob at 256^3 and at
@@ -17,8 +18,10 @@
 #include <string.h>
 
 /* ROW_UNALIGNED and COL_UNALIGNED pad each row (column) by 3 elements, so that no stride
- * is a multiple of 16 bytes: the kernel copies such operands before TMA reads them. */
-typedef enum layout { ROW, COL, ROW_UNALIGNED, COL_UNALIGNED } layout_t;
+ * is a multiple of 16 bytes: the kernel copies such operands before TMA reads them.
+ * ROW_UNALIGNED_BATCH8 pads rows alike but rounds the batch stride up to a multiple of 8
+ * elements, as the _areg plans' row classes need. */
+typedef enum layout { ROW, COL, ROW_UNALIGNED, COL_UNALIGNED, ROW_UNALIGNED_BATCH8 } layout_t;
 
 typedef struct gemm_case {
     const char *label;
@@ -38,9 +41,11 @@ static dnnjit_tensor_t operand(dnnjit_graph_t g, const char *name, int64_t batch
                                layout_t layout)
 {
     bool col = layout == COL || layout == COL_UNALIGNED;
-    int64_t pad = layout == ROW_UNALIGNED || layout == COL_UNALIGNED ? 3 : 0;
+    int64_t pad = layout == ROW || layout == COL ? 0 : 3;
     int64_t pitch = (col ? rows : cols) + pad;
     int64_t stride[3] = {(col ? cols : rows) * pitch + pad, col ? 1 : pitch, col ? pitch : 1};
+    if (layout == ROW_UNALIGNED_BATCH8)
+        stride[0] = (rows * pitch + 7) / 8 * 8;
     return tu_tensor(g, name, 3, TU_DIMS(batch, rows, cols), stride, 0);
 }
 
@@ -207,6 +212,26 @@ static void split_against_reference(void **state)
          TU_ROW_BIAS_RESIDUAL, true},
     };
     run_cases(cases, sizeof cases / sizeof cases[0], "_splitk");
+}
+
+/* A read by row class into registers (the _areg plans), every such plan: A's rows 1027
+ * elements apart (eight shifts off 16-byte boundaries) with B staged too and C's rows odd;
+ * rows 133 apart in a batch of 3 whose stride is a multiple of 8, over a broadcast B read in
+ * place (clusters offered), with a row bias, residual and tanh; 5 rows (most classes past
+ * M) and rows 98 apart (four shifts); rows 100 apart (two shifts), scaled and cast; a long
+ * odd K over two tiles (split-K). */
+static void areg_against_reference(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
+        {"1031x1025x1027 bf16 areg", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1031, 1025, 1027, ROW, ROW, TU_BIAS_RELU, true},
+        {"batch 3 bcast B 77x136x130 half areg", DNNJIT_DATA_TYPE_HALF, 3, 1, 77, 136, 130, ROW_UNALIGNED_BATCH8, ROW,
+         TU_ROW_BIAS_RESIDUAL, true},
+        {"5x300x98 bf16 B col areg", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 5, 300, 98, ROW, COL, TU_PLAIN, true},
+        {"300x256x100 half areg", DNNJIT_DATA_TYPE_HALF, 1, 1, 300, 256, 100, ROW, ROW, TU_SCALE_CAST, false},
+        {"200x256x4099 bf16 areg", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 200, 256, 4099, ROW, ROW, TU_BIAS_RELU, true},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], "_areg");
 }
 
 /* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major; one A
@@ -552,6 +577,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(staged_epilogue_odd_rows),
         cmocka_unit_test(four_d_batch),
         cmocka_unit_test(split_against_reference),
+        cmocka_unit_test(areg_against_reference),
         cmocka_unit_test(fp8_against_reference),
         cmocka_unit_test(tf32_against_reference),
         cmocka_unit_test(big_sampled),

@@ -9,13 +9,14 @@
 /* Must match DJ_MAX_TENSORS / DJ_MAX_SCALARS in src/kernels/common.cuh. */
 #define DNNJIT__MAX_KERNEL_TENSORS 24
 #define DNNJIT__MAX_KERNEL_SCALARS 8
-/* Tensor maps a kernel takes after its DjArgs, and the most dimensions one has (TMA's). */
-#define DNNJIT__MAX_KERNEL_TMAS 3
+/* Tensor maps a kernel takes after its DjArgs (the sm_90 engine's A by row class: A's eight
+ * and B's), and the most dimensions one has (TMA's). */
+#define DNNJIT__MAX_KERNEL_TMAS 9
 #define DNNJIT__MAX_TMA_RANK 5
 
 /* How execute encodes one TMA tensor map (cuTensorMapEncodeTiled) for a kernel: over the
- * memory at DjArgs.ptr[slot] + offset bytes (a tensor's buffer, offset 0, or a part of the
- * kernel's scratch), with dims and box innermost first. The map depends on the buffer's
+ * memory at DjArgs.ptr[slot] + offset bytes (in a tensor's buffer, or a part of the kernel's
+ * scratch), with dims and box innermost first. The map depends on the buffer's
  * address, so it is made at execute time and passed as the kernel's
  * `const __grid_constant__` parameter after DjArgs, in the order of the kernel's list. */
 typedef struct dnnjit__tma_operand {
@@ -42,7 +43,7 @@ enum {
 struct dnnjit__kernel;
 
 /* Whether `t` is a tensor map cuTensorMapEncodeTiled accepts for kernel k: over one of its
- * tensor slots (offset 0) or within its scratch, with box and strides within TMA's limits,
+ * tensor slots or within its scratch, with box and strides within TMA's limits,
  * 16-byte strides and offset, and a box row that fits its swizzle span; when not, `why`
  * says which rule it breaks. */
 bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, const struct dnnjit__kernel *k, char *why,

@@ -19,7 +19,9 @@
  * each warp's stores cover whole row pieces, or staged in clusters of two CTAs (tiles
  * stacked along M) that share B's tile through TMA multicast, or staged with K split two,
  * four or eight ways (problems of too few tiles to fill the SMs), the split of each tile
- * that finishes last adding the others' partial sums from the scratch. */
+ * that finishes last adding the others' partial sums from the scratch. A 16-bit K-major A
+ * whose rows TMA cannot address may also be read in place by row class instead of copied
+ * (the _areg knobs, operand_t.by_class). */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -58,6 +60,13 @@ enum {
     STORE_KNOBS = WIDTH_COUNT * WIDTH_KNOBS * 2,
     /* Then every knob above again, for FLOAT inputs multiplied as TF32. */
     EXACT_KNOBS = BASE_KNOBS + STORE_KNOBS,
+    /* Then the base knobs again with A loaded by row class into registers (knob_t.areg). */
+    AREG_KNOBS = BASE_KNOBS,
+    /* A tile's rows of one row class (row % A_CLASSES) under knob_t.areg, and the K elements
+     * of each row's box: a K tile and the 8 before it, the most a class's map starts early. */
+    A_CLASSES = 8,
+    CLASS_ROWS = 16,
+    CLASS_SLACK = 8,
     /* A split walks at least this many K tiles: fewer would spend more on the partial
      * sums than they save. */
     MIN_SPLIT_KTILES = 4,
@@ -98,10 +107,16 @@ typedef struct knob {
     int splits;    /* split-K: the K splits of each tile */
     bool tma_store; /* the epilogue goes through shared memory and TMA stores */
     bool tf32;      /* FLOAT inputs, multiplied as TF32 */
+    bool areg;      /* A's rows by class into registers (operand_t.by_class) */
 } knob_t;
 
 static knob_t decode(int knob)
 {
+    if (knob >= 2 * EXACT_KNOBS) {
+        knob_t kn = decode(knob - 2 * EXACT_KNOBS);
+        kn.areg = true;
+        return kn;
+    }
     if (knob >= EXACT_KNOBS) {
         knob_t kn = decode(knob - EXACT_KNOBS);
         kn.tf32 = true;
@@ -110,7 +125,7 @@ static knob_t decode(int knob)
     if (knob >= BASE_KNOBS) {
         int store = (knob - BASE_KNOBS) % (WIDTH_COUNT * WIDTH_KNOBS);
         return (knob_t){TILE_N[store / WIDTH_KNOBS], STAGES[store / 2 % STAGE_COUNT], store % 2 == 1, false,
-                        (knob - BASE_KNOBS) / (WIDTH_COUNT * WIDTH_KNOBS) ? 2 : 1, 1, true, false};
+                        (knob - BASE_KNOBS) / (WIDTH_COUNT * WIDTH_KNOBS) ? 2 : 1, 1, true, false, false};
     }
     int first_width = 0, family = 0;
     while (family + 1 < FAMILY_COUNT && knob >= FAMILY_WIDTHS[family] * WIDTH_KNOBS * VARIANT_COUNT) {
@@ -121,7 +136,7 @@ static knob_t decode(int knob)
     int direct = knob % direct_knobs, variant = knob / direct_knobs;
     return (knob_t){TILE_N[first_width + direct / WIDTH_KNOBS], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
                     variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1,
-                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1, false, false};
+                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1, false, false, false};
 }
 
 /* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N) and its tensor map:
@@ -153,6 +168,16 @@ typedef struct operand {
      * operand's elements `outer_stride` apart along K, its lines one element apart; the copy
      * is K-major (kmajor). */
     bool transposed;
+    /* A 16-bit K-major A whose rows TMA cannot address, read in place by row class
+     * (knob_t.areg) instead of copied: the rows r with r % A_CLASSES == c start the same
+     * number of elements, shift(c) = c * outer_stride % 8, past a 16-byte boundary (the
+     * buffer being 16-byte aligned and the batch strides 16-byte multiples), and every
+     * A_CLASSES-th row is a 16-byte multiple apart. So class c has a tensor map of its own
+     * from the 16-byte boundary before row c, whose boxes hold each row's K tile shifted
+     * by shift(c) elements within CLASS_SLACK more; each consumer warp multiplies the rows
+     * of one class, loading its fragments from the boxes into registers, which is where
+     * wgmma takes A from without the shared-memory layout TMA cannot make of such rows. */
+    bool by_class;
 } operand_t;
 
 typedef struct problem {
@@ -292,6 +317,35 @@ static bool split_pays(const problem_t *p, const knob_t *kn, char *why, size_t w
     return true;
 }
 
+/* Under knob_t.areg: A read by row class (operand_t.by_class) instead of copied; false with
+ * `why` when A is not an operand for it. */
+static bool by_class_of(problem_t *p, char *why, size_t why_size)
+{
+    operand_t *a = &p->a;
+    if (p->esize != 2) {
+        snprintf(why, why_size, "the _areg plans take 16-bit A, not %s", dnnjit_data_type_name(a->t->resolved_type));
+        return false;
+    }
+    if (!a->kmajor || a->outer_stride <= 0) {
+        snprintf(why, why_size, "the _areg plans take an A whose K axis is contiguous and whose rows go forward");
+        return false;
+    }
+    if (a->outer_stride * 2 % 16 == 0) {
+        snprintf(why, why_size, "TMA reads A's rows (%lld elements apart) in place; the _areg plans are for rows it "
+                 "cannot address", (long long)a->outer_stride);
+        return false;
+    }
+    for (int i = 0; i < a->batch_axes; i++)
+        if (a->batch_stride[i] <= 0 || a->batch_stride[i] * 2 % 16 != 0) {
+            snprintf(why, why_size, "A's batch stride of %lld elements is not a positive multiple of 8, which the "
+                     "_areg plans' row classes need", (long long)a->batch_stride[i]);
+            return false;
+        }
+    a->staged = false;
+    a->by_class = true;
+    return true;
+}
+
 /* Whether an operand's strides are ones TMA cannot take, so that the kernel copies it. */
 static bool staging(const problem_t *p)
 {
@@ -391,6 +445,8 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
     if (!operand_of(a, c, false, p->esize, p->esize != 2, &p->a, why, why_size) ||
         !operand_of(b, c, true, p->esize, p->esize != 2, &p->b, why, why_size))
         return false;
+    if (kn->areg && !by_class_of(p, why, why_size))
+        return false;
     /* The scratch's parts, each 256-byte aligned after the first 256 bytes (the grid
      * barrier's counter). Split-K's partial tiles only where its plans are offered (which
      * also bounds their size). */
@@ -445,8 +501,8 @@ static bool kernel_slots(dnnjit_graph_t g, const dnnjit__group_t *grp, const pro
  * keeping what follows aligned), then the staged epilogue's rows. */
 static int64_t smem_besides_buffers(const knob_t *kn)
 {
-    return 1024 + (int64_t)kn->stages * (TILE_M + kn->bn) * TILE_K_BYTES + 16 * kn->stages + 16 +
-           (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
+    return 1024 + (int64_t)kn->stages * ((TILE_M + kn->bn) * TILE_K_BYTES + (kn->areg ? TILE_M * CLASS_SLACK * 2 : 0)) +
+           16 * kn->stages + 16 + (kn->staged ? CONSUMER_WARPS * 16 * EPI_STRIDE * 4 : 0);
 }
 
 /* The boxes (64 rows of 64 16-bit outputs) in each consumer's TMA-store buffer, which sit
@@ -525,6 +581,24 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
     return t;
 }
 
+/* The tensor map of A's row class c (operand_t.by_class) over argument slot `slot`: rows c,
+ * c + A_CLASSES, ... from the 16-byte boundary at or before row c's start, each shift(c) + K
+ * elements long, in boxes of CLASS_ROWS rows by a K tile and CLASS_SLACK elements, without
+ * swizzle. A class without rows (M <= c) gets row 0's map, which the kernel never loads. */
+static dnnjit__tma_operand_t class_map(const problem_t *p, int c, int slot)
+{
+    const operand_t *a = &p->a;
+    int64_t row = a->rows > c ? c : 0, start = row * a->outer_stride * 2;
+    dnnjit__tma_operand_t t = tma_of(p, a, CLASS_ROWS, slot, 0);
+    t.offset = (uint64_t)(start / 16 * 16);
+    t.swizzle = DNNJIT__TMA_SWIZZLE_NONE;
+    t.dims[0] = (uint64_t)(p->k + start % 16 / 2);
+    t.dims[1] = (uint64_t)((a->rows - row + A_CLASSES - 1) / A_CLASSES);
+    t.strides[0] = (uint64_t)(A_CLASSES * a->outer_stride * 2);
+    t.box[0] = (uint32_t)(tile_k(p) + CLASS_SLACK);
+    return t;
+}
+
 /* The tensor map of the TMA-store epilogue's output: boxes of 64 rows of 128 bytes. */
 static dnnjit__tma_operand_t store_map(const problem_t *p, const dnnjit__kernel_t *k)
 {
@@ -538,11 +612,14 @@ static dnnjit__tma_operand_t store_map(const problem_t *p, const dnnjit__kernel_
 static bool maps_valid(const problem_t *p, const knob_t *kn, const dnnjit__kernel_t *k, char *why, size_t why_size)
 {
     const operand_t *ops[2] = {&p->a, &p->b};
-    for (int i = 0; i < 2; i++) {
-        dnnjit__tma_operand_t t = tma_of(p, ops[i], i ? b_box_rows(kn) : a_box_rows(p), 0, k->scratch_slot);
+    for (int i = 0; i < 2 + (p->a.by_class ? A_CLASSES - 1 : 0); i++) {
+        dnnjit__tma_operand_t t = i >= 2          ? class_map(p, i - 1, 0)
+                                  : p->a.by_class && i == 0 ? class_map(p, 0, 0)
+                                                          : tma_of(p, ops[i], i ? b_box_rows(kn) : a_box_rows(p), 0,
+                                                                   k->scratch_slot);
         char rule[120];
         if (!dnnjit__tma_operand_valid(&t, k, rule, sizeof rule)) {
-            snprintf(why, why_size, "TMA cannot load %s: %s", i ? "B" : "A", rule);
+            snprintf(why, why_size, "TMA cannot load %s: %s", i == 1 ? "B" : "A", rule);
             return false;
         }
     }
@@ -594,9 +671,9 @@ static void sm90_knob_name(int knob, char *buf, size_t size)
     char split[24] = "";
     if (kn.splits > 1)
         snprintf(split, sizeof split, "_splitk%d", kn.splits);
-    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages,
+    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages,
              kn.raster_n ? "_rn" : "", kn.staged ? "_staged" : "", kn.tma_store ? "_tmastore" : "",
-             kn.cluster == 2 ? "_mc2" : "", split, kn.tf32 ? "_tf32" : "");
+             kn.cluster == 2 ? "_mc2" : "", split, kn.tf32 ? "_tf32" : "", kn.areg ? "_areg" : "");
 }
 
 static uint32_t sm90_notes(int knob)
@@ -661,6 +738,49 @@ static double variant_rank(const problem_t *p, const knob_t *kn)
     return kn->cluster == 2 ? 0.02 : kn->tma_store ? -0.03 : kn->staged ? 0.0 : 0.01;
 }
 
+/* Microseconds of the wgmma walk of problem p under knob kn, at about 6 TFLOP/s per H200 SM
+ * on 16-bit inputs (a 128x128 tile a tenth less than 128x256, 128x192 a twentieth), twice
+ * that on fp8, whose instruction is twice as deep in K for the same cycles, and half on TF32
+ * (half as deep). */
+static double compute_time(const problem_t *p, const knob_t *kn)
+{
+    double rate = 6.0e6 * (1.0 - 0.1 * narrowness(kn)) * (2.0 / p->esize);
+    int64_t work = work_items(p, kn);
+    double rounds = (double)((work + SM_COUNT - 1) / SM_COUNT);
+    double k_padded = (double)((p->k + tile_k(p) - 1) / tile_k(p) * tile_k(p));
+    return rounds * 2.0 * TILE_M * kn->bn * k_padded / kn->splits / rate;
+}
+
+/* Microseconds for copying `bytes` of staged operands: read and written once more. */
+static double copy_time(double bytes)
+{
+    return 2.0 * bytes / 3.0e6;
+}
+
+/* Microseconds that reading A by row class (knob_t.areg) costs against TMA reading a copy,
+ * taken conservatively from the H200 (bf16, three rounds each): the wgmma walk from
+ * registers, each consumer waiting for a K tile's wgmma before it issues the next, and eight
+ * narrow boxes a stage instead of one, ran 4096x4096x4099 (A's rows 8198 bytes apart, B read
+ * in place) in 228-252 us against 208-225 with A copied, and 4097x4095x4099 (B copied either
+ * way) in 252-263 against 248-252; but without the copy of A 8192x256x8191 took 95.4-96.0 us
+ * against 132.8-133.7 for the best plan that copies it, and 4097x512x4099 47.8 against
+ * 52.2-52.9 (1031x1025x1027: 24.2 against 24.0 on 128x256 tiles). So the heuristics read A
+ * by class only where its copy would take longer than twice a fifth of the walk and 5 us. */
+static double areg_penalty(const problem_t *p, const knob_t *kn)
+{
+    return 5.0 + 0.4 * compute_time(p, kn);
+}
+
+/* Mode A's tie-breaker between an _areg knob and the one it repeats: ahead of it (and of the
+ * TMA-store variant, which reading A by class has not) where the copy of A it saves costs
+ * more than areg_penalty, else after it. */
+static double areg_rank(const problem_t *p, const knob_t *kn)
+{
+    if (!kn->areg)
+        return 0;
+    return copy_time((double)p->a.lines * p->a.pitch) > areg_penalty(p, kn) ? -0.04 : 0.04;
+}
+
 /* Microseconds split-K adds to a tile: each split stores its partial sums of the tile's rows
  * inside M, and the last one reads the others' back, at about 100 GB/s per SM; and on the
  * H200 each split cost about half a microsecond more than that (linear_16x4096x14336 took
@@ -674,10 +794,9 @@ static double split_time(const problem_t *p, const knob_t *kn)
     return 0.5 * kn->splits + kn->splits * rows * kn->bn * 4.0 / 1.0e5;
 }
 
-/* Mode B: wgmma reaches about 6 TFLOP/s per H200 SM on 16-bit inputs (a 128x128 tile a
- * tenth less than 128x256, 128x192 a twentieth), twice that on fp8, whose instruction is
- * twice as deep in K for the same cycles, and half on TF32 (half as deep); the launch, barrier setup
- * and the pipeline's fill cost a few microseconds more than the sm_80 kernel's. */
+/* Mode B: the wgmma walk (compute_time) or the operands' traffic, whichever is longer; the
+ * launch, barrier setup and the pipeline's fill cost a few microseconds more than the sm_80
+ * kernel's. */
 static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -685,19 +804,15 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &kn, &p, why, sizeof why))
         return 1e30;
-    double rate = 6.0e6 * (1.0 - 0.1 * narrowness(&kn)) * (2.0 / p.esize);
-    int64_t work = work_items(&p, &kn);
-    double rounds = (double)((work + SM_COUNT - 1) / SM_COUNT);
-    double k_padded = (double)((p.k + tile_k(&p) - 1) / tile_k(&p) * tile_k(&p));
-    double compute = rounds * 2.0 * TILE_M * kn.bn * k_padded / kn.splits / rate;
+    double compute = compute_time(&p, &kn);
     double bytes = p.esize * (double)p.batch * ((double)p.m * p.k + (double)p.k * p.n) +
                    4.0 * (double)p.batch * p.m * p.n;
-    /* Staged operands are read and written once more before the GEMM starts, and the grid
-     * waits at a barrier. */
-    int64_t copied = (p.a.staged ? p.a.lines * p.a.pitch : 0) + (p.b.staged ? p.b.lines * p.b.pitch : 0);
-    double copies = staging(&p) ? 3.0 + 2.0 * (double)copied / 3.0e6 : 0;
+    /* Staged operands are copied before the GEMM starts, and the grid waits at a barrier. */
+    double copied = (p.a.staged ? (double)p.a.lines * p.a.pitch : 0) + (p.b.staged ? (double)p.b.lines * p.b.pitch : 0);
+    double copies = staging(&p) ? 3.0 + copy_time(copied) : 0;
     return 5.0 + copies + split_time(&p, &kn) + (compute > bytes / 3.5e6 ? compute : bytes / 3.5e6) +
-           stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&p, &kn);
+           (kn.areg ? areg_penalty(&p, &kn) : 0) + stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) +
+           variant_rank(&p, &kn);
 }
 
 /* Microseconds for the work items of a problem of 64 rows or fewer to stream B, fitted to
@@ -737,7 +852,7 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &kn, &p, why, sizeof why))
         return 1e30;
-    double ranks = stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&p, &kn);
+    double ranks = stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&p, &kn) + areg_rank(&p, &kn);
     if (streams_b(&p))
         return stream_time(&p, &kn) + split_time(&p, &kn) + ranks;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
@@ -764,7 +879,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
     char why[200];
-    knob_t narrow = {128, 4, false, false, 1, 1, false, decode(knob).tf32};
+    knob_t narrow = {128, 4, false, false, 1, 1, false, decode(knob).tf32, false};
     if (!describe(g, grp, &narrow, &p, why, sizeof why))
         return true;
     int64_t tiles = p.batch * tiles_of(&p, &narrow);
@@ -818,16 +933,21 @@ static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *
 }
 
 /* One m64n<bn>k<32 bytes> wgmma of dj_wgmma_ktile's asm on the descriptors in registers a and
- * b, adding to the sums when predicate `scale_d` holds: for 16-bit operands the transpose bits
- * select M- or N-major ones (fp8 and TF32 ones are K-major, and the instruction has no such
- * bits). */
-static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int acc, const problem_t *p, const char *scale_d)
+ * b, or with A from the four registers of operands a_regs.. (when not negative) and B on the
+ * descriptor of operand b_desc, adding to the sums when predicate `scale_d` holds: for 16-bit operands the
+ * transpose bits select M- or N-major ones (fp8 and TF32 ones are K-major, and the
+ * instruction has no such bits; A from registers has none). */
+static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int acc, const problem_t *p, const char *scale_d, int a_regs,
+                           int b_desc)
 {
     dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", bn, 32 / p->esize,
                       p->acc16 ? "f16" : "f32", wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
     for (int i = 0; i < acc; i++)
         dnnjit__sb_printf(sb, "%s%%%d", i ? ", " : "", i);
-    if (p->esize != 2)
+    if (a_regs >= 0)
+        dnnjit__sb_printf(sb, "}, {%%%d, %%%d, %%%d, %%%d}, %%%d, %s, 1, 1, %d;\\n\"\n", a_regs, a_regs + 1, a_regs + 2,
+                          a_regs + 3, b_desc, scale_d, p->b.kmajor ? 0 : 1);
+    else if (p->esize != 2)
         dnnjit__sb_printf(sb, "}, a, b, %s, 1, 1;\\n\"\n", scale_d);
     else
         dnnjit__sb_printf(sb, "}, a, b, %s, 1, 1, %d, %d;\\n\"\n", scale_d, p->a.kmajor ? 0 : 1, p->b.kmajor ? 0 : 1);
@@ -837,32 +957,49 @@ static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int acc, const problem_
  * 32 bytes) on shared-memory descriptors, the slices' descriptors step_a and step_b apart,
  * into the thread's bn/2 floats, or with fp16 accumulation bn/4 registers of two halves. The
  * first adds to the sums in d (scale-d 1) when `accumulate` and overwrites them otherwise (a
- * promoted K tile's), the others add. All four are one asm statement because NVVM takes
- * longer over four statements of as many accumulator operands each: locally the 4096^3 bf16
- * kernel compiled in 248 ms against 267, its HGMMA sequence the same. (A rolled loop over
- * one wgmma compiles faster still, but ptxas then waits for each to finish before the next.) */
-static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p)
+ * promoted K tile's), the others add. With A from registers (`a_regs`, operand_t.by_class) A
+ * is instead a[16], four registers a slice, and only B has descriptors. All four are one asm
+ * statement because NVVM takes longer over four statements of as many accumulator operands
+ * each: locally the 4096^3 bf16 kernel compiled in 248 ms against 267, its HGMMA sequence the
+ * same. (A rolled loop over one wgmma compiles faster still, but ptxas then waits for each to
+ * finish before the next.) */
+static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p, bool a_regs)
 {
     int acc = p->acc16 ? bn / 4 : bn / 2;
+    /* The asm's operands: the accumulators, then A's descriptor, B's, the slices' steps and
+     * `accumulate`; or with A from registers A's 16 registers, B's four descriptors (each
+     * computed outside: ptxas gave the adds inside the asm the registers of the A slices
+     * whose wgmma had been issued, and so waited for each wgmma to finish before the next)
+     * and `accumulate`. */
+    int desc_b = acc + 1, step_a = acc + 2, step_b = acc + 3, accumulate = a_regs ? acc + 20 : acc + 4;
     dnnjit__sb_printf(sb, "using DjAcc = %s;\nconstexpr int DJ_ACC_REGS = %d;\n", p->acc16 ? "unsigned" : "float", acc);
-    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_wgmma_ktile(DjAcc (&d)[DJ_ACC_REGS], dj_u64 desc_a, "
-                          "dj_u64 desc_b, dj_u64 step_a, dj_u64 step_b, int accumulate)\n{\n"
-                          "    asm volatile(\"{\\n.reg .pred p, q;\\n.reg .b64 a, b;\\n\"\n");
-    dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\nsetp.eq.b32 q, %%%d, %%%d;\\n\"\n", acc + 4,
-                      acc + 4, acc + 4);
-    dnnjit__sb_printf(sb, "                 \"mov.b64 a, %%%d;\\nmov.b64 b, %%%d;\\n\"\n", acc, acc + 1);
+    dnnjit__sb_printf(sb, "__device__ __forceinline__ void dj_wgmma_ktile(DjAcc (&d)[DJ_ACC_REGS], %s, "
+                          "dj_u64 desc_b, %sdj_u64 step_b, int accumulate)\n{\n"
+                          "    asm volatile(\"{\\n.reg .pred p, q;\\n%s\"\n",
+                      a_regs ? "const unsigned (&a)[16]" : "dj_u64 desc_a", a_regs ? "" : "dj_u64 step_a, ",
+                      a_regs ? "" : ".reg .b64 a, b;\\n");
+    dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\nsetp.eq.b32 q, %%%d, %%%d;\\n\"\n",
+                      accumulate, accumulate, accumulate);
+    if (!a_regs)
+        dnnjit__sb_printf(sb, "                 \"mov.b64 a, %%%d;\\nmov.b64 b, %%%d;\\n\"\n", acc, desc_b);
     for (int i = 0; i < TILE_K_BYTES / 32; i++) {
-        if (i > 0)
-            dnnjit__sb_printf(sb, "                 \"add.s64 a, a, %%%d;\\nadd.s64 b, b, %%%d;\\n\"\n", acc + 2,
-                              acc + 3);
-        emit_one_wgmma(sb, bn, acc, p, i ? "q" : "p");
+        if (i > 0 && !a_regs)
+            dnnjit__sb_printf(sb, "                 \"add.s64 a, a, %%%d;\\nadd.s64 b, b, %%%d;\\n\"\n", step_a,
+                              step_b);
+        emit_one_wgmma(sb, bn, acc, p, i ? "q" : "p", a_regs ? acc + 4 * i : -1, acc + 16 + i);
     }
     dnnjit__sb_append(sb, "                 \"}\\n\"\n                 : ");
     for (int i = 0; i < acc; i++)
         dnnjit__sb_printf(sb, "%s\"+%s\"(d[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "",
                           p->acc16 ? "r" : "f", i);
-    dnnjit__sb_append(sb, "\n                 : \"l\"(desc_a), \"l\"(desc_b), \"l\"(step_a), \"l\"(step_b), "
-                          "\"r\"(accumulate));\n}\n");
+    dnnjit__sb_append(sb, "\n                 : ");
+    for (int i = 0; a_regs && i < 16; i++)
+        dnnjit__sb_printf(sb, "\"r\"(a[%d]), ", i);
+    if (a_regs)
+        dnnjit__sb_append(sb, "\"l\"(desc_b), \"l\"(desc_b + step_b), \"l\"(desc_b + 2 * step_b), "
+                              "\"l\"(desc_b + 3 * step_b), \"r\"(accumulate));\n}\n");
+    else
+        dnnjit__sb_append(sb, "\"l\"(desc_a), \"l\"(desc_b), \"l\"(step_a), \"l\"(step_b), \"r\"(accumulate));\n}\n");
 }
 
 static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t *part, const dnnjit__group_t *grp,
@@ -896,6 +1033,8 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr bool DJ_A_KMAJOR = %s, DJ_B_KMAJOR = %s;\n", p.a.kmajor ? "true" : "false",
                       p.b.kmajor ? "true" : "false");
     dnnjit__sb_printf(&sb, "constexpr int DJ_A_RANK = %d, DJ_B_RANK = %d;\n", 2 + p.a.batch_axes, 2 + p.b.batch_axes);
+    dnnjit__sb_printf(&sb, "#define DJ_A_BY_CLASS %d\nconstexpr dj_i64 DJ_A_ROW_STRIDE = %lldLL;\n", p.a.by_class,
+                      (long long)(p.a.by_class ? p.a.outer_stride : 0));
     dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\nconstexpr bool DJ_PROMOTE = %s;\n", kn.bn / 2,
                       p.promote ? "true" : "false");
     emit_batch_coords(&sb, "a", &p.a);
@@ -915,7 +1054,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       (long long)p.counters, (long long)p.partials);
     emit_stage(&sb, "A", &p.a, slot_a);
     emit_stage(&sb, "B", &p.b, slot_b);
-    emit_wgmma(&sb, kn.bn, &p);
+    emit_wgmma(&sb, kn.bn, &p, kn.areg);
     /* The staged epilogue calls dj_epilogue from one loop per column chunk: inlined there,
      * the fused expressions load their pointers once instead of per call. */
     if (kn.staged)
@@ -938,16 +1077,19 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->shared_bytes = (unsigned)smem_bytes(&kn);
     k->compile_option = DNNJIT__PTXAS_O2;
     k->tma_count = kn.tma_store ? 3 : 2;
-    k->tma[0] = tma_of(&p, &p.a, a_box_rows(&p), slot_a, k->scratch_slot);
+    k->tma[0] = p.a.by_class ? class_map(&p, 0, slot_a) : tma_of(&p, &p.a, a_box_rows(&p), slot_a, k->scratch_slot);
     k->tma[1] = tma_of(&p, &p.b, b_box_rows(&kn), slot_b, k->scratch_slot);
     if (kn.tma_store)
         k->tma[2] = store_map(&p, k);
+    /* The other row classes' maps come last, the kernel's parameters map_a1 .. map_a7. */
+    for (int c = 1; p.a.by_class && c < A_CLASSES; c++)
+        k->tma[k->tma_count++] = class_map(&p, c, slot_a);
     return DNNJIT_STATUS_SUCCESS;
 }
 
 const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
     .name = "gemm_sm90",
-    .knob_count = 2 * EXACT_KNOBS,
+    .knob_count = 2 * EXACT_KNOBS + AREG_KNOBS,
     .supports = sm90_supports,
     .knob_name = sm90_knob_name,
     .notes = sm90_notes,

@@ -67,8 +67,8 @@ bool dnnjit__tma_operand_valid(const dnnjit__tma_operand_t *t, const dnnjit__ker
     bool scratch = k->scratch_bytes > 0 && t->slot == k->scratch_slot;
     if ((t->slot < 0 || t->slot >= k->tensor_count) && !scratch)
         rule = "its slot is neither one of the kernel's tensors nor its scratch";
-    else if (t->offset % 16 || (!scratch && t->offset))
-        rule = "its offset is not 0 in a tensor, or not a multiple of 16 bytes in the scratch";
+    else if (t->offset % 16)
+        rule = "its offset is not a multiple of 16 bytes";
     else if (t->dtype != DNNJIT__TMA_DTYPE_FLOAT16 && t->dtype != DNNJIT__TMA_DTYPE_BFLOAT16 &&
              t->dtype != DNNJIT__TMA_DTYPE_UINT8 && t->dtype != DNNJIT__TMA_DTYPE_TFLOAT32)
         rule = "its data type is not UINT8, FLOAT16, BFLOAT16 or TFLOAT32";

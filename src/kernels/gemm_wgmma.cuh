@@ -37,11 +37,14 @@
 //   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
 //       axis, the rank of its tensor map, and the map's batch coordinates of batch entry b
 //   DJ_B_KMAJOR DJ_B_RANK dj_b_batch_coords(b, c)   the same for B over [N, K]
+//   DJ_A_BY_CLASS DJ_A_ROW_STRIDE   (a macro, 0 or 1) whether A, 16-bit and K-major with rows
+//       TMA cannot address, is read in place by row class (below), and its row stride
 //   dj_wgmma_ktile(d, desc_a, desc_b, step_a, step_b, accumulate)   the DJ_BK / DJ_WK
 //       m64n<DJ_BN>k<DJ_WK> wgmmas of a K tile into d (DjAcc registers), on the descriptors
 //       desc_a + i * step_a and desc_b + i * step_b, the first adding to d's sums when
 //       accumulate (else overwriting them), the others adding; with the transpose bits of
-//       the operands' majors
+//       the operands' majors. With DJ_A_BY_CLASS: dj_wgmma_ktile(d, a, desc_b, step_b,
+//       accumulate), A from the registers a[16], four a wgmma
 //   DJ_PROMOTE                whether the K walk promotes (fp8 with float accumulation): wgmma
 //       adds fp8 products keeping fewer bits than a float (about 14, by DeepSeek-V3's
 //       report), which over a long K loses much of a sum of correlated terms (0.11 relative
@@ -57,6 +60,17 @@
 //       each launch) and of the splits' partial tiles
 //   DjStageA DjStageB         each operand's copy (STAGED, TRANSPOSED, and the fields
 //                             dj_stage_copy and dj_stage_transpose read)
+//
+// A by row class (DJ_A_BY_CLASS), for rows TMA cannot address (their starts off 16-byte
+// boundaries) without copying them: rows r with r % 8 == c all start shift(c) = c *
+// DJ_A_ROW_STRIDE % 8 elements past a 16-byte boundary, and every eighth row lies a 16-byte
+// multiple further, so class c has a tensor map of its own (map_a for class 0, map_a1 ..
+// map_a7), from the boundary before row c, whose boxes hold each of the tile's 16 rows of
+// the class as a K tile and the 8 elements before it, unswizzled. wgmma cannot read such
+// rows from shared memory (its layouts start every row on a 16-byte boundary), but it takes
+// A from registers: consumer warp w of consumer g multiplies the rows of class 4g + w, in
+// wgmma's row 16w + j the tile's row 4g + w + 8j, loading its fragments from the boxes
+// (dj_a_fragments). The accumulators' rows follow (dj_row_of).
 //
 // Staging: every CTA copies its share of the lines of the staged operands into the scratch
 // (through shared memory, so that global memory is read and written in aligned 16-byte
@@ -104,7 +118,11 @@ constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
 // Every tile a CTA works on lies wholly inside C (none starts past M either, as a cluster's
 // second tile row can when the tile rows are odd): its epilogue needs no bounds checks.
 constexpr bool DJ_WHOLE_TILES = DJ_M % DJ_BM == 0 && DJ_N % DJ_BN == 0 && DJ_TILES_M % DJ_CLUSTER == 0;
-constexpr unsigned DJ_A_STAGE = DJ_BM * DJ_BK * DJ_ESIZE;
+// A by row class: each stage holds DJ_A_CLASSES boxes, one per class, of DJ_CLASS_ROWS rows
+// of DJ_BK + 8 elements.
+constexpr int DJ_A_CLASSES = 8, DJ_CLASS_ROWS = DJ_BM / DJ_A_CLASSES;
+constexpr unsigned DJ_CLASS_ROW_BYTES = (DJ_BK + 8) * DJ_ESIZE, DJ_CLASS_BOX = DJ_CLASS_ROWS * DJ_CLASS_ROW_BYTES;
+constexpr unsigned DJ_A_STAGE = DJ_A_BY_CLASS ? DJ_A_CLASSES * DJ_CLASS_BOX : DJ_BM * DJ_BK * DJ_ESIZE;
 constexpr unsigned DJ_B_STAGE = DJ_BN * DJ_BK * DJ_ESIZE;
 constexpr unsigned DJ_CHUNK = 64 * DJ_BK * DJ_ESIZE; // one MN-major chunk, or 64 K-major rows
 // A consumer's TMA-store buffer: DJ_OUT_BOXES boxes of 64 rows by 128 bytes (64 outputs).
@@ -123,6 +141,19 @@ static_assert(DJ_CLUSTER == 1 || DJ_CLUSTER == 2, "clusters of one or two CTAs")
 static_assert(!DJ_TMA_STORE || (DJ_SPLITS == 1 && !DJ_STAGED_EPILOGUE), "one epilogue at a time");
 static_assert(!DJ_TMA_STORE || DJ_BN / 64 % DJ_OUT_BOXES == 0, "whole rounds of boxes");
 static_assert(DJ_SPLITS == 1 || (DJ_CLUSTER == 1 && DJ_KTILES >= DJ_SPLITS), "every split of a lone CTA walks K");
+static_assert(!DJ_A_BY_CLASS || (DJ_ESIZE == 2 && DJ_A_KMAJOR && !DJ_PROMOTE && !DJ_TMA_STORE),
+              "A by row class: 16-bit K-major A, and an epilogue that maps each row");
+static_assert(DJ_A_STAGE % 1024 == 0, "B's stages start on swizzle atoms");
+
+#if DJ_A_BY_CLASS
+#define DJ_A_CLASS_MAP_PARAMS                                                                                          \
+    , const __grid_constant__ DjTensorMap map_a1, const __grid_constant__ DjTensorMap map_a2,                          \
+        const __grid_constant__ DjTensorMap map_a3, const __grid_constant__ DjTensorMap map_a4,                        \
+        const __grid_constant__ DjTensorMap map_a5, const __grid_constant__ DjTensorMap map_a6,                        \
+        const __grid_constant__ DjTensorMap map_a7
+#else
+#define DJ_A_CLASS_MAP_PARAMS
+#endif
 
 // A CUtensorMap: 128 opaque bytes, 64-byte aligned.
 struct __align__(64) DjTensorMap {
@@ -606,6 +637,49 @@ __device__ __forceinline__ void dj_load_operand(unsigned dst, const DjTensorMap 
     }
 }
 
+// Loads the boxes of A's row classes (DJ_A_BY_CLASS) of tile row tm by K tile k0 into dst:
+// the first `classes` of them (those with rows inside M).
+__device__ __forceinline__ void dj_load_a_classes(unsigned dst, const DjTensorMap *const (&maps)[DJ_A_CLASSES],
+                                                  unsigned bar, int tm, int k0, int classes, const int (&batch)[3])
+{
+    const int c[5] = {k0, tm * DJ_CLASS_ROWS, batch[0], batch[1], batch[2]};
+#pragma unroll
+    for (int cls = 0; cls < DJ_A_CLASSES; cls++)
+        if (cls < classes)
+            dj_tma_load<DJ_A_RANK>(dst + (unsigned)cls * DJ_CLASS_BOX, maps[cls], bar, c);
+}
+
+// A's fragments of one K tile for wgmma from registers (DJ_A_BY_CLASS), from the stage at
+// `stage`: the consumer warp multiplies the 16 rows of class c, and thread `lane` holds, of
+// each slice i (16 K elements), rows lane / 4 and lane / 4 + 8 of them at K elements 16i +
+// 2 * (lane % 4) and the next, and 8 further: a[4i] and a[4i + 2] of the first row, a[4i + 1]
+// and a[4i + 3] of the second. Each row's K tile starts shift(c) elements into its box, so
+// with an odd shift a pair straddles two 4-byte words: every pair is taken out of the two
+// words around it by a funnel shift (of 0 bits for an even shift). A warp's load of one
+// register hits each bank once, its eight rows being 36 words apart.
+__device__ __forceinline__ void dj_a_fragments(unsigned stage, int c, int lane, unsigned (&a)[16])
+{
+    const int shift = (int)(c * DJ_A_ROW_STRIDE % 8), odd = shift & 1;
+    const unsigned row = stage + (unsigned)c * DJ_CLASS_BOX + (unsigned)(lane / 4) * DJ_CLASS_ROW_BYTES +
+                         (unsigned)(2 * (shift - odd) + 4 * (lane % 4));
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const unsigned at = row + (unsigned)(r & 1) * 8 * DJ_CLASS_ROW_BYTES + (unsigned)(r >> 1) * 16 + i * 32;
+            unsigned lo, hi;
+            asm volatile("ld.shared.b32 %0, [%2];\nld.shared.b32 %1, [%2+4];\n" : "=r"(lo), "=r"(hi) : "r"(at) : "memory");
+            a[4 * i + r] = __funnelshift_r(lo, hi, 16 * odd);
+        }
+}
+
+// The row of C that row r (0 to 15) of consumer warp (consumer, warp) holds in tile row tm:
+// of the warp's 16 consecutive rows, or with A by row class of its class's rows, 8 apart.
+__device__ __forceinline__ int dj_row_of(int tm, int consumer, int warp, int r)
+{
+    return DJ_A_BY_CLASS ? tm * DJ_BM + consumer * 4 + warp + 8 * r : tm * DJ_BM + consumer * 64 + warp * 16 + r;
+}
+
 // ---- split-K ------------------------------------------------------------------------
 
 // The consumers' end of split `split` of tile `tile` (a tile index over the batch): every
@@ -753,7 +827,7 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
 
 extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
     dj_gemm_sm90(const DjArgs args, const __grid_constant__ DjTensorMap map_a,
-                 const __grid_constant__ DjTensorMap map_b DJ_STORE_MAP_PARAM)
+                 const __grid_constant__ DjTensorMap map_b DJ_STORE_MAP_PARAM DJ_A_CLASS_MAP_PARAMS)
 {
     dj_grid_dependency();
     // The swizzle atoms must start on 1024-byte boundaries; the launch asks for 1 KiB extra
@@ -798,6 +872,12 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             return;
         asm volatile("prefetch.tensormap [%0];\nprefetch.tensormap [%1];\n" ::"l"((dj_u64)&map_a), "l"((dj_u64)&map_b)
                      : "memory");
+#if DJ_A_BY_CLASS
+        const DjTensorMap *const a_maps[DJ_A_CLASSES] = {&map_a,  &map_a1, &map_a2, &map_a3,
+                                                         &map_a4, &map_a5, &map_a6, &map_a7};
+        for (int c = 1; c < DJ_A_CLASSES; c++)
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((dj_u64)a_maps[c]) : "memory");
+#endif
         int it = 0;
         for (dj_i64 work = first_work; work < DJ_WORK; work += work_step) {
             dj_i64 batch;
@@ -808,13 +888,16 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             // A cluster's second tile may lie wholly past M: its A is not loaded (what the
             // stage holds only reaches rows the epilogue does not store).
             const int chunks_a = tm * DJ_BM < DJ_M ? dj_chunks<DJ_A_KMAJOR, DJ_A_ROWS, DJ_M>(tm * DJ_BM) : 0;
+            // By row class: the classes with rows inside M.
+            const dj_i64 rows_left = DJ_M - (dj_i64)tm * DJ_BM;
+            const int classes_a = rows_left <= 0 ? 0 : rows_left < DJ_A_CLASSES ? (int)rows_left : DJ_A_CLASSES;
             const int chunks_b = dj_chunks<DJ_B_KMAJOR, DJ_BN, DJ_N>(tn * DJ_BN);
             // Multicast K-major B comes in two halves of DJ_BN / 2 rows, the second one only
             // when it starts inside N.
             const int halves_b = DJ_N - (dj_i64)tn * DJ_BN > DJ_BN / 2 ? 2 : 1;
             const int b_pieces = DJ_CLUSTER == 2 && DJ_B_KMAJOR ? halves_b : chunks_b;
             // TMA counts a box's every byte, zeros filled past the matrix included.
-            const unsigned bytes = (unsigned)chunks_a * DJ_CHUNK +
+            const unsigned bytes = (DJ_A_BY_CLASS ? (unsigned)classes_a * DJ_CLASS_BOX : (unsigned)chunks_a * DJ_CHUNK) +
                                    (DJ_CLUSTER == 2 && DJ_B_KMAJOR ? (unsigned)halves_b * (DJ_B_STAGE / 2)
                                                                    : (unsigned)chunks_b * DJ_CHUNK);
             int k_begin, k_end;
@@ -828,9 +911,13 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                 const int s = it % DJ_STAGES;
                 dj_mbar_wait(empty(s), ((it / DJ_STAGES) & 1) ^ 1);
                 dj_mbar_expect_tx(full(s), bytes);
+#if DJ_A_BY_CLASS
+                dj_load_a_classes(a_stages + s * DJ_A_STAGE, a_maps, full(s), tm, kt * DJ_BK, classes_a, ca);
+#else
                 if (chunks_a > 0)
                     dj_load_operand<DJ_A_KMAJOR, DJ_A_RANK>(a_stages + s * DJ_A_STAGE, &map_a, full(s), tm * DJ_BM,
                                                             kt * DJ_BK, chunks_a, ca);
+#endif
                 if constexpr (DJ_CLUSTER == 2)
                     dj_load_b_multicast<DJ_B_KMAJOR, DJ_B_RANK>(b_stages + s * DJ_B_STAGE, &map_b, full(s),
                                                                 tn * DJ_BN, kt * DJ_BK, b_pieces, cb, rank);
@@ -870,15 +957,50 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         // fewer: a linear layer on a few tokens; a cluster's tile past M) multiplies
         // nothing: it only hands each stage back once loaded, leaving the tensor cores to
         // the other consumer.
-        const bool idle = (dj_i64)tm * DJ_BM + consumer * 64 >= DJ_M;
+        const bool idle = dj_row_of(tm, consumer, 0, 0) >= DJ_M;
+#if DJ_A_BY_CLASS
+        if (!idle && k_begin < k_end) {
+            // A's fragments of the next K tile are loaded into `next` while this tile's wgmma
+            // runs on `cur`, and moved there once it has completed. (Loaded only after that,
+            // into one set of registers, they ran as fast: 4097x4095x4099 took 245-259 us,
+            // 252-263 this way in another run, against 248-252 with A copied in both.)
+            unsigned cur[16], next[16];
+            auto load = [&](int i, unsigned(&f)[16]) {
+                const int s = i % DJ_STAGES;
+                dj_mbar_wait(full(s), (i / DJ_STAGES) & 1);
+                dj_a_fragments(a_stages + s * DJ_A_STAGE, consumer * 4 + warp, lane, f);
+            };
+            load(it, cur);
+            for (int kt = k_begin; kt < k_end; kt++, it++) {
+                const int s = it % DJ_STAGES;
+                dj_fence_acc(mma);
+                dj_wgmma_fence();
+                dj_wgmma_ktile(mma, cur, dj_operand_desc<DJ_B_KMAJOR>(b_stages + s * DJ_B_STAGE),
+                               DJ_SLICE_STEP<DJ_B_KMAJOR>, 1);
+                dj_wgmma_commit();
+                dj_fence_acc(mma);
+                if (kt + 1 < k_end)
+                    load(it + 1, next);
+                dj_wgmma_wait<0>();
+                dj_fence_acc(mma);
+                dj_fence_acc(cur);
+                if (lane == 0)
+                    dj_release(empty(s), rank);
+#pragma unroll
+                for (int i = 0; i < 16; i++)
+                    cur[i] = next[i];
+            }
+        } else
+#endif
         for (int kt = k_begin; kt < k_end; kt++, it++) {
             const int s = it % DJ_STAGES;
             dj_mbar_wait(full(s), (it / DJ_STAGES) & 1);
-            if (idle) {
+            if (DJ_A_BY_CLASS || idle) {
                 if (lane == 0)
                     dj_release(empty(s), rank);
                 continue;
             }
+#if !DJ_A_BY_CLASS
             const unsigned sa = a_stages + s * DJ_A_STAGE + consumer * DJ_CHUNK, sb = b_stages + s * DJ_B_STAGE;
             dj_fence_acc(mma);
             dj_wgmma_fence();
@@ -908,6 +1030,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                     dj_release(empty(previous), rank);
             }
             previous = s;
+#endif
         }
         dj_wgmma_wait<0>();
         dj_fence_acc(mma);
@@ -917,7 +1040,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             dj_acc_floats(mma, acc);
         if constexpr (DJ_SPLITS > 1)
             if (!dj_split_sum(acc, work / DJ_SPLITS, (int)(work % DJ_SPLITS),
-                              tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4, args, split_last))
+                              dj_row_of(tm, consumer, warp, lane / 4), args, split_last))
                 continue;
         if (idle)
             continue;
@@ -929,7 +1052,6 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                           consumer, batch, tm, tn, acc, args);
         } else if constexpr (DJ_STAGED_EPILOGUE) {
             float *const rows = epi_rows + (consumer * 4 + warp) * 16 * DJ_EPI_STRIDE;
-            const int row0 = tm * DJ_BM + consumer * 64 + warp * 16;
 #pragma unroll
             for (int chunk = 0; chunk < DJ_BN / DJ_EPI_COLS; chunk++) {
 #pragma unroll
@@ -956,20 +1078,21 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
 #pragma unroll 1
                 for (int r = lane / 16; r < 16; r += 2) {
                     const float2 v = *(const float2 *)&rows[r * DJ_EPI_STRIDE + 2 * (lane % 16)];
-                    if (row0 + r < DJ_M && col < DJ_N)
-                        dj_epilogue(batch, row0 + r, col, v.x, v.y, col + 1 < DJ_N, args);
+                    const int row = dj_row_of(tm, consumer, warp, r);
+                    if (row < DJ_M && col < DJ_N)
+                        dj_epilogue(batch, row, col, v.x, v.y, col + 1 < DJ_N, args);
                 }
                 // The rows are rewritten by the next chunk.
                 __syncwarp();
             }
         } else {
-            const int row0 = tm * DJ_BM + consumer * 64 + warp * 16 + lane / 4;
             const int col0 = tn * DJ_BN + 2 * (lane % 4);
 #pragma unroll
             for (int j = 0; j < DJ_BN / 8; j++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const int row = row0 + h * 8, col = col0 + j * 8;
+                    const int row = dj_row_of(tm, consumer, warp, lane / 4 + 8 * h);
+                    const int col = col0 + j * 8;
                     if (row < DJ_M && col < DJ_N)
                         dj_epilogue(batch, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], col + 1 < DJ_N,
                                     args);
