@@ -667,8 +667,8 @@ static void staged_operands(void **state)
  * batch entries 13304 apart (B read in place: clusters offered). Nine tensor maps: A's eight,
  * class c's from the 16-byte boundary at or before row c, K + shift(c) elements wide, every
  * eighth row, in unswizzled boxes of 16 rows by 72 elements, with B's second; one plan of
- * each epilogue variant compiles. Refused, with why: A's rows 40 elements apart (TMA reads
- * them), a batch stride of 13303 elements, fp8 A. Mode A ranks them first where the copy of A
+ * each epilogue variant compiles. Refused, with why: A's rows 40 elements apart and A of one
+ * row of 41 (TMA reads them), a batch stride of 13303 elements, fp8 A. Mode A ranks them first where the copy of A
  * they save is the larger cost (8192x256x8191), and after the knobs they repeat where it is
  * not (4097x4095x4099). */
 static void areg_operands(void **state)
@@ -709,7 +709,9 @@ static void areg_operands(void **state)
         {batched[0], 100, 130, 133, NULL},
         {batched[1], 100, 130, 133, "A's batch stride of 13303 elements is not a positive multiple of 8"},
         {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
-         100, 40, 40, "TMA reads A's rows (40 elements apart) in place"},
+         100, 40, 40, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){1, 64, 41, 1, false, false, false, 0}),
+         1, 41, 41, "TMA reads A's rows (1 of them, 1 elements apart) in place"},
         {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
          40, 40, "the _areg plans take 16-bit A, not FP8_E4M3"},
     };

@@ -330,9 +330,10 @@ static bool by_class_of(problem_t *p, char *why, size_t why_size)
         snprintf(why, why_size, "the _areg plans take an A whose K axis is contiguous and whose rows go forward");
         return false;
     }
-    if (a->outer_stride * 2 % 16 == 0) {
-        snprintf(why, why_size, "TMA reads A's rows (%lld elements apart) in place; the _areg plans are for rows it "
-                 "cannot address", (long long)a->outer_stride);
+    /* (A of one row is never copied: TMA reads it in place whatever its stride.) */
+    if (!a->staged || a->outer_stride * 2 % 16 == 0) {
+        snprintf(why, why_size, "TMA reads A's rows (%lld of them, %lld elements apart) in place; the _areg plans are "
+                 "for rows it cannot address", (long long)a->rows, (long long)a->outer_stride);
         return false;
     }
     for (int i = 0; i < a->batch_axes; i++)
