@@ -21,7 +21,7 @@
  * four or eight ways (problems of too few tiles to fill the SMs), the split of each tile
  * that finishes last adding the others' partial sums from the scratch. A 16-bit K-major A
  * whose rows TMA cannot address may also be read in place by row class instead of copied
- * (the _areg knobs, operand_t.by_class). */
+ * (the _areg knobs, knob_t.areg). */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -107,7 +107,16 @@ typedef struct knob {
     int splits;    /* split-K: the K splits of each tile */
     bool tma_store; /* the epilogue goes through shared memory and TMA stores */
     bool tf32;      /* FLOAT inputs, multiplied as TF32 */
-    bool areg;      /* A's rows by class into registers (operand_t.by_class) */
+    /* A 16-bit K-major A whose rows TMA cannot address, read in place by row class instead
+     * of copied: the rows r with r % A_CLASSES == c start the same number of elements,
+     * shift(c) = c * outer_stride % 8, past a 16-byte boundary (the buffer being 16-byte
+     * aligned and the batch strides 16-byte multiples), and every A_CLASSES-th row is a
+     * 16-byte multiple apart. So class c has a tensor map of its own (class_map) from the
+     * 16-byte boundary before row c, whose boxes hold each row's K tile shifted by shift(c)
+     * elements within CLASS_SLACK more; each consumer warp multiplies the rows of one class,
+     * loading its fragments from the boxes into registers, which is where wgmma takes A from
+     * without the shared-memory layout TMA cannot make of such rows. */
+    bool areg;
 } knob_t;
 
 static knob_t decode(int knob)
@@ -168,16 +177,6 @@ typedef struct operand {
      * operand's elements `outer_stride` apart along K, its lines one element apart; the copy
      * is K-major (kmajor). */
     bool transposed;
-    /* A 16-bit K-major A whose rows TMA cannot address, read in place by row class
-     * (knob_t.areg) instead of copied: the rows r with r % A_CLASSES == c start the same
-     * number of elements, shift(c) = c * outer_stride % 8, past a 16-byte boundary (the
-     * buffer being 16-byte aligned and the batch strides 16-byte multiples), and every
-     * A_CLASSES-th row is a 16-byte multiple apart. So class c has a tensor map of its own
-     * from the 16-byte boundary before row c, whose boxes hold each row's K tile shifted
-     * by shift(c) elements within CLASS_SLACK more; each consumer warp multiplies the rows
-     * of one class, loading its fragments from the boxes into registers, which is where
-     * wgmma takes A from without the shared-memory layout TMA cannot make of such rows. */
-    bool by_class;
 } operand_t;
 
 typedef struct problem {
@@ -317,7 +316,7 @@ static bool split_pays(const problem_t *p, const knob_t *kn, char *why, size_t w
     return true;
 }
 
-/* Under knob_t.areg: A read by row class (operand_t.by_class) instead of copied; false with
+/* Under knob_t.areg: A read by row class instead of copied (no longer staged); false with
  * `why` when A is not an operand for it. */
 static bool by_class_of(problem_t *p, char *why, size_t why_size)
 {
@@ -343,7 +342,6 @@ static bool by_class_of(problem_t *p, char *why, size_t why_size)
             return false;
         }
     a->staged = false;
-    a->by_class = true;
     return true;
 }
 
@@ -582,7 +580,7 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
     return t;
 }
 
-/* The tensor map of A's row class c (operand_t.by_class) over argument slot `slot`: rows c,
+/* The tensor map of A's row class c (knob_t.areg) over argument slot `slot`: rows c,
  * c + A_CLASSES, ... from the 16-byte boundary at or before row c's start, each shift(c) + K
  * elements long, in boxes of CLASS_ROWS rows by a K tile and CLASS_SLACK elements, without
  * swizzle. A class without rows (M <= c) gets row 0's map, which the kernel never loads. */
@@ -600,6 +598,19 @@ static dnnjit__tma_operand_t class_map(const problem_t *p, int c, int slot)
     return t;
 }
 
+/* The tensor maps of the operands, in the order of the kernel's parameters: A's (class 0's
+ * under knob_t.areg), B's, then the other row classes' (map_a1 .. map_a7); returns how many. */
+static int operand_maps(const problem_t *p, const knob_t *kn, int slot_a, int slot_b, int scratch_slot,
+                        dnnjit__tma_operand_t *maps)
+{
+    int n = 0;
+    maps[n++] = kn->areg ? class_map(p, 0, slot_a) : tma_of(p, &p->a, a_box_rows(p), slot_a, scratch_slot);
+    maps[n++] = tma_of(p, &p->b, b_box_rows(kn), slot_b, scratch_slot);
+    for (int c = 1; kn->areg && c < A_CLASSES; c++)
+        maps[n++] = class_map(p, c, slot_a);
+    return n;
+}
+
 /* The tensor map of the TMA-store epilogue's output: boxes of 64 rows of 128 bytes. */
 static dnnjit__tma_operand_t store_map(const problem_t *p, const dnnjit__kernel_t *k)
 {
@@ -612,14 +623,11 @@ static dnnjit__tma_operand_t store_map(const problem_t *p, const dnnjit__kernel_
  * otherwise, or why the output cannot be stored by TMA at all. */
 static bool maps_valid(const problem_t *p, const knob_t *kn, const dnnjit__kernel_t *k, char *why, size_t why_size)
 {
-    const operand_t *ops[2] = {&p->a, &p->b};
-    for (int i = 0; i < 2 + (p->a.by_class ? A_CLASSES - 1 : 0); i++) {
-        dnnjit__tma_operand_t t = i >= 2          ? class_map(p, i - 1, 0)
-                                  : p->a.by_class && i == 0 ? class_map(p, 0, 0)
-                                                          : tma_of(p, ops[i], i ? b_box_rows(kn) : a_box_rows(p), 0,
-                                                                   k->scratch_slot);
+    dnnjit__tma_operand_t maps[DNNJIT__MAX_KERNEL_TMAS];
+    int n = operand_maps(p, kn, 0, 0, k->scratch_slot, maps);
+    for (int i = 0; i < n; i++) {
         char rule[120];
-        if (!dnnjit__tma_operand_valid(&t, k, rule, sizeof rule)) {
+        if (!dnnjit__tma_operand_valid(&maps[i], k, rule, sizeof rule)) {
             snprintf(why, why_size, "TMA cannot load %s: %s", i == 1 ? "B" : "A", rule);
             return false;
         }
@@ -958,7 +966,7 @@ static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int acc, const problem_
  * 32 bytes) on shared-memory descriptors, the slices' descriptors step_a and step_b apart,
  * into the thread's bn/2 floats, or with fp16 accumulation bn/4 registers of two halves. The
  * first adds to the sums in d (scale-d 1) when `accumulate` and overwrites them otherwise (a
- * promoted K tile's), the others add. With A from registers (`a_regs`, operand_t.by_class) A
+ * promoted K tile's), the others add. With A from registers (`a_regs`, knob_t.areg) A
  * is instead a[16], four registers a slice, and only B has descriptors. All four are one asm
  * statement because NVVM takes longer over four statements of as many accumulator operands
  * each: locally the 4096^3 bf16 kernel compiled in 248 ms against 267, its HGMMA sequence the
@@ -1034,8 +1042,8 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr bool DJ_A_KMAJOR = %s, DJ_B_KMAJOR = %s;\n", p.a.kmajor ? "true" : "false",
                       p.b.kmajor ? "true" : "false");
     dnnjit__sb_printf(&sb, "constexpr int DJ_A_RANK = %d, DJ_B_RANK = %d;\n", 2 + p.a.batch_axes, 2 + p.b.batch_axes);
-    dnnjit__sb_printf(&sb, "#define DJ_A_BY_CLASS %d\nconstexpr dj_i64 DJ_A_ROW_STRIDE = %lldLL;\n", p.a.by_class,
-                      (long long)(p.a.by_class ? p.a.outer_stride : 0));
+    dnnjit__sb_printf(&sb, "#define DJ_A_BY_CLASS %d\nconstexpr dj_i64 DJ_A_ROW_STRIDE = %lldLL;\n", kn.areg,
+                      (long long)(kn.areg ? p.a.outer_stride : 0));
     dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\nconstexpr bool DJ_PROMOTE = %s;\n", kn.bn / 2,
                       p.promote ? "true" : "false");
     emit_batch_coords(&sb, "a", &p.a);
@@ -1077,14 +1085,9 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = (unsigned)smem_bytes(&kn);
     k->compile_option = DNNJIT__PTXAS_O2;
-    k->tma_count = kn.tma_store ? 3 : 2;
-    k->tma[0] = p.a.by_class ? class_map(&p, 0, slot_a) : tma_of(&p, &p.a, a_box_rows(&p), slot_a, k->scratch_slot);
-    k->tma[1] = tma_of(&p, &p.b, b_box_rows(&kn), slot_b, k->scratch_slot);
+    k->tma_count = operand_maps(&p, &kn, slot_a, slot_b, k->scratch_slot, k->tma);
     if (kn.tma_store)
-        k->tma[2] = store_map(&p, k);
-    /* The other row classes' maps come last, the kernel's parameters map_a1 .. map_a7. */
-    for (int c = 1; p.a.by_class && c < A_CLASSES; c++)
-        k->tma[k->tma_count++] = class_map(&p, c, slot_a);
+        k->tma[k->tma_count++] = store_map(&p, k);
     return DNNJIT_STATUS_SUCCESS;
 }
 

@@ -827,7 +827,7 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
 
 extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
     dj_gemm_sm90(const DjArgs args, const __grid_constant__ DjTensorMap map_a,
-                 const __grid_constant__ DjTensorMap map_b DJ_STORE_MAP_PARAM DJ_A_CLASS_MAP_PARAMS)
+                 const __grid_constant__ DjTensorMap map_b DJ_A_CLASS_MAP_PARAMS DJ_STORE_MAP_PARAM)
 {
     dj_grid_dependency();
     // The swizzle atoms must start on 1024-byte boundaries; the launch asks for 1 KiB extra
