@@ -234,6 +234,26 @@ static void areg_against_reference(void **state)
     run_cases(cases, sizeof cases / sizeof cases[0], "_areg");
 }
 
+/* A in tiles of one row class (the _ashift plans), for the same A with B N-major, copied
+ * (rows of 1025) or read in place: every such plan on 1031 rows of 1027 (shifts 0 to 7,
+ * B's K rows from 7 before its first), a batch over a broadcast B, 9 rows (a class of
+ * two rows, seven of one), and split-K over a long K. The harness puts NaN in the padding
+ * after each row of A, which each row's first K tile loads (the end of the row before),
+ * so a plan that let it into the sums fails. */
+static void ashift_against_reference(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
+        {"1031x1025x1027 bf16 ashift", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1031, 1025, 1027, ROW, ROW, TU_BIAS_RELU, true},
+        {"batch 3 bcast B 77x136x130 half ashift", DNNJIT_DATA_TYPE_HALF, 3, 1, 77, 136, 130, ROW_UNALIGNED_BATCH8, ROW,
+         TU_ROW_BIAS_RESIDUAL, true},
+        {"9x200x78 bf16 ashift", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 9, 200, 78, ROW_UNALIGNED, ROW, TU_PLAIN, true},
+        {"200x256x4099 bf16 ashift", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 200, 256, 4099, ROW_UNALIGNED, ROW, TU_BIAS_RELU,
+         true},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], "_ashift");
+}
+
 /* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major; one A
  * column-major, which the kernel copies transposed), the
  * product times a per-tensor scale, stored as FLOAT and as BFLOAT16. The tolerance is that
@@ -578,6 +598,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(four_d_batch),
         cmocka_unit_test(split_against_reference),
         cmocka_unit_test(areg_against_reference),
+        cmocka_unit_test(ashift_against_reference),
         cmocka_unit_test(fp8_against_reference),
         cmocka_unit_test(tf32_against_reference),
         cmocka_unit_test(big_sampled),

@@ -61,20 +61,34 @@ typedef struct verdict {
     bool refused;
 } verdict_t;
 
+/* The first knob whose name holds `suffix` (the engine's knob families follow each other:
+ * the exact ones, the _tf32 ones, the _areg ones, the _ashift ones), or the knob count. */
+static int family_start(const char *suffix)
+{
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        char name[64];
+        engine->knob_name(knob, name, sizeof name);
+        if (strstr(name, suffix))
+            return knob;
+    }
+    return engine->knob_count;
+}
+
 /* The knobs before the first TF32 one (named _tf32): those for 16-bit and fp8 inputs. The
  * TF32 knobs repeat them, and refuse other inputs. Found once: loops test against it. */
 static int exact_knobs(void)
 {
     static int count = -1;
-    for (int knob = 0; count < 0 && knob < engine->knob_count; knob++) {
-        char name[64];
-        engine->knob_name(knob, name, sizeof name);
-        if (strstr(name, "_tf32"))
-            count = knob;
-    }
     if (count < 0)
-        count = engine->knob_count;
+        count = family_start("_tf32");
     return count;
+}
+
+/* Whether a knob reads A by row class (the _areg and _ashift families, which repeat the
+ * 16-bit knobs after the TF32 ones). */
+static bool by_class(const char *name)
+{
+    return strstr(name, "_areg") || strstr(name, "_ashift");
 }
 
 static verdict_t verdict_of(dnnjit_graph_t g, const dnnjit__partition_t *p, int knob)
@@ -445,8 +459,8 @@ static void tf32_operands(void **state)
     for (int knob = 0; knob < engine->knob_count; knob++) {
         verdict_t v = verdict_of(g, &p, knob);
         bool tf32 = strstr(v.name, "_tf32") != NULL;
-        /* (The _areg knobs after the TF32 ones are 16-bit knobs again.) */
-        assert_int_equal(tf32, knob >= exact_knobs() && !strstr(v.name, "_areg"));
+        /* (The _areg and _ashift knobs after the TF32 ones are 16-bit knobs again.) */
+        assert_int_equal(tf32, knob >= exact_knobs() && !by_class(v.name));
         assert_int_equal(engine->notes(knob), tf32 ? DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION : 0);
         if (!tf32) {
             assert_true(v.refused);
@@ -668,15 +682,16 @@ static void staged_operands(void **state)
  * class c's from the 16-byte boundary at or before row c, K + shift(c) elements wide, every
  * eighth row, in unswizzled boxes of 16 rows by 72 elements, with B's second; one plan of
  * each epilogue variant compiles. Refused, with why: A's rows 40 elements apart and A of one
- * row of 41 (TMA reads them), a batch stride of 13303 elements, fp8 A. Mode A ranks them first where the copy of A
- * they save is the larger cost (8192x256x8191), and after the knobs they repeat where it is
- * not (4097x4095x4099). */
+ * row of 41 (TMA reads them), a batch stride of 13303 elements, fp8 A. With B K-major (which
+ * the _ashift knobs do not take) mode A ranks them first where the copy of A they save is the
+ * larger cost (8192x256x8191), and after the knobs they repeat where it is not
+ * (4097x4095x4099). */
 static void areg_operands(void **state)
 {
     (void)state;
     dnnjit_handle_t h = NULL;
     TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
-    const shape_t ranked[2] = {{8192, 256, 8191, 1, false, false, false, 0}, {4097, 4095, 4099, 1, false, false, false, 0}};
+    const shape_t ranked[2] = {{8192, 256, 8191, 1, false, true, false, 0}, {4097, 4095, 4099, 1, false, true, false, 0}};
     for (int i = 0; i < 2; i++) {
         dnnjit_graph_t g = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, ranked[i]);
         TU_OK(dnnjit_graph_create_execution_plans(g, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
@@ -720,7 +735,9 @@ static void areg_operands(void **state)
         dnnjit__partition_t p;
         TU_OK(dnnjit__partition(g, &p));
         int supported = 0, clustered = 0, compiled = 0;
-        for (int knob = 2 * exact_knobs(); knob < engine->knob_count; knob++) {
+        const int first = family_start("_areg"), end = family_start("_ashift");
+        assert_int_equal(first, 2 * exact_knobs());
+        for (int knob = first; knob < end; knob++) {
             verdict_t v = verdict_of(g, &p, knob);
             assert_non_null(strstr(v.name, "_areg"));
             if (cases[i].refusal) {
@@ -778,6 +795,126 @@ static void areg_operands(void **state)
     }
 }
 
+/* The same A with B N-major, in tiles of one row class (the _ashift knobs, after the _areg
+ * ones): 4097x4095x4099 bf16 (B copied, so cooperative) and A [3, 100, 130] half with rows
+ * 133 elements apart and batch entries 13304 apart (B read in place). Nine tensor maps: A's
+ * eight, class c's from the 16-byte boundary at or before row c, K + shift(c) elements wide,
+ * every eighth row, in A's usual swizzled boxes of 64 elements by 128 rows, with B's second;
+ * every clustered knob refused (two tiles stacked along M may be of two classes); one plan
+ * of each epilogue variant compiles. Refused, with why: B K-major, whose K rows TMA cannot
+ * shift, a batch stride of 13303 elements, A's rows 40 elements apart, fp8 A. Mode A ranks
+ * them first on 4097x4095x4099 and 8192x256x8191, and after the copy of A on 1031x1025x1027,
+ * whose classes of 129 and 128 rows take 15 tile rows against 9. */
+static void ashift_operands(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    const shape_t ranked[3] = {{4097, 4095, 4099, 1, false, false, false, 0},
+                               {8192, 256, 8191, 1, false, false, false, 0},
+                               {1031, 1025, 1027, 1, false, false, false, 0}};
+    for (int i = 0; i < 3; i++) {
+        dnnjit_graph_t g = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, ranked[i]);
+        TU_OK(dnnjit_graph_create_execution_plans(g, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
+        char *first = NULL;
+        TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
+        printf("mode A's first plan, %lldx%lldx%lld: %s\n", (long long)ranked[i].m, (long long)ranked[i].n,
+               (long long)ranked[i].k, first);
+        assert_int_equal(strstr(first, "_ashift") != NULL, i < 2);
+        dnnjit_free(first);
+        dnnjit_graph_destroy(g);
+    }
+    dnnjit_handle_destroy(h);
+    dnnjit_graph_t odd = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0});
+    dnnjit_graph_t batched[2];
+    for (int i = 0; i < 2; i++) {
+        batched[i] = tu_graph(DNNJIT_DATA_TYPE_HALF);
+        dnnjit_tensor_t a = tu_tensor(batched[i], "A", 3, TU_DIMS(3, 100, 130), TU_DIMS(13304 - i, 133, 1), 0);
+        dnnjit_tensor_t b = tu_tensor(batched[i], "B", 3, TU_DIMS(1, 130, 64), NULL, 0), c;
+        TU_OK(dnnjit_graph_matmul(batched[i], a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+        TU_OK(dnnjit_tensor_set_output(batched[i], c, true));
+        TU_OK(dnnjit_graph_validate(batched[i]));
+    }
+    struct {
+        dnnjit_graph_t g;
+        int64_t m, k, lda;
+        const char *refusal; /* why every _ashift knob is refused, or NULL */
+    } cases[] = {
+        {odd, 4097, 4099, 4099, NULL},
+        {batched[0], 100, 130, 133, NULL},
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                    (shape_t){4097, 4095, 4099, 1, false, true, false, 0}),
+         4097, 4099, 4099, "the _ashift plans shift B's K rows, which TMA does only for a B whose N axis is contiguous"},
+        {batched[1], 100, 130, 133, "A's batch stride of 13303 elements is not a positive multiple of 8"},
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
+         100, 40, 40, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
+        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
+         40, 40, "the _ashift plans take 16-bit A, not FP8_E4M3"},
+    };
+    const int first = family_start("_ashift");
+    /* The family repeats the base knobs, those before the TMA-store ones, as _areg does. */
+    assert_int_equal(first - family_start("_areg"), family_start("_tmastore"));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnjit_graph_t g = cases[i].g;
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        int supported = 0, compiled = 0;
+        for (int knob = first; knob < engine->knob_count; knob++) {
+            verdict_t v = verdict_of(g, &p, knob);
+            assert_non_null(strstr(v.name, "_ashift"));
+            if (cases[i].refusal || strstr(v.name, "_mc2")) {
+                assert_true(v.refused);
+                const char *why = cases[i].refusal ? cases[i].refusal : "two row classes, whose B tiles differ";
+                if (!strstr(v.why, why))
+                    fail_msg("%s: %s", v.name, v.why);
+                continue;
+            }
+            if (v.refused) {
+                /* Split-K where the tiles fill the SMs, and shared memory. */
+                if (!strstr(v.why, "split-K") && !strstr(v.why, "shared memory"))
+                    fail_msg("%s: %s", v.name, v.why);
+                continue;
+            }
+            supported++;
+            dnnjit__kernel_t k;
+            TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+            assert_int_equal(k.cooperative, g == odd);
+            assert_int_equal(k.tma_count, 9);
+            assert_non_null(strstr(k.source, "#define DJ_A_SHIFTED 1"));
+            for (int c = 0; c < 8; c++) {
+                const dnnjit__tma_operand_t *t = &k.tma[c ? c + 1 : 0];
+                int64_t start = c * cases[i].lda * 2;
+                assert_true(dnnjit__tma_operand_valid(t, &k, NULL, 0));
+                assert_int_equal(t->slot, 0);
+                assert_int_equal(t->offset, start / 16 * 16);
+                assert_int_equal(t->swizzle, DNNJIT__TMA_SWIZZLE_128B);
+                assert_int_equal(t->dims[0], cases[i].k + start % 16 / 2);
+                assert_int_equal(t->dims[1], (cases[i].m - c + 7) / 8);
+                assert_int_equal(t->strides[0], 8 * cases[i].lda * 2);
+                assert_int_equal(t->box[0], 64);
+                assert_int_equal(t->box[1], 128);
+            }
+            assert_int_equal(k.tma[1].slot, g == odd ? k.scratch_slot : 1);
+            if (g != odd) {
+                assert_int_equal(k.tma[0].rank, 3);
+                assert_int_equal(k.tma[0].strides[1], 13304 * 2);
+            }
+            if (compiled < 2 && (strstr(v.name, "_staged") != NULL) == (compiled == 1)) {
+                compile(&k, NULL, NULL);
+                compiled++;
+            }
+            dnnjit__kernel_free(&k);
+        }
+        if (!cases[i].refusal) {
+            assert_int_equal(compiled, 2);
+            assert_true(supported >= 16);
+        }
+        dnnjit__partition_free(&p);
+        dnnjit_graph_destroy(g);
+    }
+}
+
 /* fp8 and TF32 operands that are M- or N-major, which wgmma cannot read: the kernel copies
  * them transposed into its scratch (K-major lines of K elements, 128-byte pitch), the tensor
  * map reads the copy K-major, the clusters are left out as for any staged operand, and one
@@ -805,7 +942,7 @@ static void transposed_operands(void **state)
             verdict_t v = verdict_of(g, &p, knob);
             if (v.refused) {
                 /* (The knobs of the other input types refuse the types first.) */
-                bool own_family = (cases[i].esize == 4) == (strstr(v.name, "_tf32") != NULL) && !strstr(v.name, "_areg");
+                bool own_family = (cases[i].esize == 4) == (strstr(v.name, "_tf32") != NULL) && !by_class(v.name);
                 if (own_family && strstr(v.name, "_mc2") && !strstr(v.why, "not combined with clusters") &&
                     !strstr(v.why, "the TMA-store epilogue"))
                     fail_msg("%s: %s", v.name, v.why);
@@ -1179,6 +1316,7 @@ int main(void)
         cmocka_unit_test(tf32_operands),
         cmocka_unit_test(staged_operands),
         cmocka_unit_test(areg_operands),
+        cmocka_unit_test(ashift_operands),
         cmocka_unit_test(transposed_operands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -125,9 +125,15 @@ dnnjit_status_t gpu_run_and_check(dnnjit_graph_t g, uint64_t *rng, double lo, do
             s = DNNJIT_STATUS_OUT_OF_MEMORY;
             break;
         }
+        /* NaN in the outputs, and in the inputs' elements that are not the tensor's (the
+         * padding between rows or batch entries), which a kernel may load but must not let
+         * into its results. */
         bool is_output = b->info.producer >= 0;
         for (int64_t i = 0; i < span; i++)
-            dnnjit_element_store(b->info.data_type, b->host, i, is_output ? NAN : lo + (hi - lo) * layout_uniform(rng));
+            dnnjit_element_store(b->info.data_type, b->host, i, NAN);
+        for (int64_t i = 0; i < layout_numel(&b->info) && !is_output; i++)
+            dnnjit_element_store(b->info.data_type, b->host, layout_offset(&b->info, i),
+                                 lo + (hi - lo) * layout_uniform(rng));
         host_pack[n] = (dnnjit_variant_t){b->info.uid, b->host};
         if (b->info.is_pass_by_value) {
             /* Scalars passed by value stay on the host, for both executors; kept positive

@@ -11,7 +11,8 @@ typedef struct gpu_run_result {
     double us_per_call;   /* median device time per call, CUDA events around many calls */
 } gpu_run_result_t;
 
-/* Random inputs in [lo, hi) (seeded by *rng), outputs poisoned with NaN on the device,
+/* Random inputs in [lo, hi) (seeded by *rng; NaN in the padding between their elements),
+ * outputs poisoned with NaN on the device,
  * execute, compare with the reference (with `reference`; else only look for NaN in the
  * outputs, which finds elements the GPU left unwritten); then time `calls` back-to-back
  * executes, median of 9 repeats (no timing when calls is 0). Prints one line per output. */

@@ -21,7 +21,8 @@
  * four or eight ways (problems of too few tiles to fill the SMs), the split of each tile
  * that finishes last adding the others' partial sums from the scratch. A 16-bit K-major A
  * whose rows TMA cannot address may also be read in place by row class instead of copied
- * (the _areg knobs, knob_t.areg). */
+ * (the _areg knobs, knob_t.areg), or with an N-major B in tiles of one row class, B's K
+ * shifted to match (the _ashift knobs, knob_t.shifted). */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -62,6 +63,8 @@ enum {
     EXACT_KNOBS = BASE_KNOBS + STORE_KNOBS,
     /* Then the base knobs again with A loaded by row class into registers (knob_t.areg). */
     AREG_KNOBS = BASE_KNOBS,
+    /* Then the base knobs again with A in tiles of one row class (knob_t.shifted). */
+    SHIFT_KNOBS = BASE_KNOBS,
     /* A tile's rows of one row class (row % A_CLASSES) under knob_t.areg, and the K elements
      * of each row's box: a K tile and the 8 before it, the most a class's map starts early. */
     A_CLASSES = 8,
@@ -117,10 +120,22 @@ typedef struct knob {
      * loading its fragments from the boxes into registers, which is where wgmma takes A from
      * without the shared-memory layout TMA cannot make of such rows. */
     bool areg;
+    /* The same A with an N-major B, read in place in tiles of one row class each: class c's
+     * map (class_map) loads its rows in whole K tiles from the 16-byte boundary before row
+     * c, swizzled as any K-major tile, so that each box row holds A's row from shift(c)
+     * elements before its K tile; B's K tile is loaded from shift(c) rows before its own, TMA
+     * filling rows before B's first with zeros. wgmma then reads both from shared memory as
+     * for a copied A. C's rows follow the classes (gemm_wgmma.cuh's dj_tile_rows). */
+    bool shifted;
 } knob_t;
 
 static knob_t decode(int knob)
 {
+    if (knob >= 2 * EXACT_KNOBS + AREG_KNOBS) {
+        knob_t kn = decode(knob - 2 * EXACT_KNOBS - AREG_KNOBS);
+        kn.shifted = true;
+        return kn;
+    }
     if (knob >= 2 * EXACT_KNOBS) {
         knob_t kn = decode(knob - 2 * EXACT_KNOBS);
         kn.areg = true;
@@ -134,7 +149,7 @@ static knob_t decode(int knob)
     if (knob >= BASE_KNOBS) {
         int store = (knob - BASE_KNOBS) % (WIDTH_COUNT * WIDTH_KNOBS);
         return (knob_t){TILE_N[store / WIDTH_KNOBS], STAGES[store / 2 % STAGE_COUNT], store % 2 == 1, false,
-                        (knob - BASE_KNOBS) / (WIDTH_COUNT * WIDTH_KNOBS) ? 2 : 1, 1, true, false, false};
+                        (knob - BASE_KNOBS) / (WIDTH_COUNT * WIDTH_KNOBS) ? 2 : 1, 1, true, false, false, false};
     }
     int first_width = 0, family = 0;
     while (family + 1 < FAMILY_COUNT && knob >= FAMILY_WIDTHS[family] * WIDTH_KNOBS * VARIANT_COUNT) {
@@ -145,7 +160,7 @@ static knob_t decode(int knob)
     int direct = knob % direct_knobs, variant = knob / direct_knobs;
     return (knob_t){TILE_N[first_width + direct / WIDTH_KNOBS], STAGES[direct / 2 % STAGE_COUNT], direct % 2 == 1,
                     variant != VARIANT_DIRECT, variant == VARIANT_CLUSTER ? 2 : 1,
-                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1, false, false, false};
+                    variant >= VARIANT_SPLIT2 ? 2 << (variant - VARIANT_SPLIT2) : 1, false, false, false, false};
 }
 
 /* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N) and its tensor map:
@@ -282,10 +297,16 @@ static bool is_fp8(dnnjit_data_type_t t)
     return t == DNNJIT_DATA_TYPE_FP8_E4M3 || t == DNNJIT_DATA_TYPE_FP8_E5M2;
 }
 
-/* Tiles per batch entry, a cluster's tile past M included. */
+/* Tiles per batch entry, a cluster's tile past M included; under knob_t.shifted each row
+ * class's tiles (the first M % A_CLASSES classes have one row more than the others). */
 static int64_t tiles_of(const problem_t *p, const knob_t *kn)
 {
-    int64_t items_m = ((p->m + TILE_M - 1) / TILE_M + kn->cluster - 1) / kn->cluster;
+    int64_t tiles_m = (p->m + TILE_M - 1) / TILE_M;
+    if (kn->shifted) {
+        int64_t hi = (p->m + A_CLASSES - 1) / A_CLASSES, lo = p->m / A_CLASSES, classes_hi = p->m % A_CLASSES;
+        tiles_m = classes_hi * ((hi + TILE_M - 1) / TILE_M) + (A_CLASSES - classes_hi) * ((lo + TILE_M - 1) / TILE_M);
+    }
+    int64_t items_m = (tiles_m + kn->cluster - 1) / kn->cluster;
     return items_m * kn->cluster * ((p->n + kn->bn - 1) / kn->bn);
 }
 
@@ -316,31 +337,44 @@ static bool split_pays(const problem_t *p, const knob_t *kn, char *why, size_t w
     return true;
 }
 
-/* Under knob_t.areg: A read by row class instead of copied (no longer staged); false with
- * `why` when A is not an operand for it. */
-static bool by_class_of(problem_t *p, char *why, size_t why_size)
+/* Under knob_t.areg or knob_t.shifted: A read by row class instead of copied (no longer
+ * staged); false with `why` when A (or, shifted, B or the knob) is not one for it. */
+static bool by_class_of(problem_t *p, const knob_t *kn, char *why, size_t why_size)
 {
     operand_t *a = &p->a;
+    const char *plans = kn->shifted ? "_ashift" : "_areg";
     if (p->esize != 2) {
-        snprintf(why, why_size, "the _areg plans take 16-bit A, not %s", dnnjit_data_type_name(a->t->resolved_type));
+        snprintf(why, why_size, "the %s plans take 16-bit A, not %s", plans, dnnjit_data_type_name(a->t->resolved_type));
         return false;
     }
     if (!a->kmajor || a->outer_stride <= 0) {
-        snprintf(why, why_size, "the _areg plans take an A whose K axis is contiguous and whose rows go forward");
+        snprintf(why, why_size, "the %s plans take an A whose K axis is contiguous and whose rows go forward", plans);
         return false;
     }
     /* (A of one row is never copied: TMA reads it in place whatever its stride.) */
     if (!a->staged || a->outer_stride * 2 % 16 == 0) {
-        snprintf(why, why_size, "TMA reads A's rows (%lld of them, %lld elements apart) in place; the _areg plans are "
-                 "for rows it cannot address", (long long)a->rows, (long long)a->outer_stride);
+        snprintf(why, why_size, "TMA reads A's rows (%lld of them, %lld elements apart) in place; the %s plans are "
+                 "for rows it cannot address", (long long)a->rows, (long long)a->outer_stride, plans);
         return false;
     }
     for (int i = 0; i < a->batch_axes; i++)
         if (a->batch_stride[i] <= 0 || a->batch_stride[i] * 2 % 16 != 0) {
             snprintf(why, why_size, "A's batch stride of %lld elements is not a positive multiple of 8, which the "
-                     "_areg plans' row classes need", (long long)a->batch_stride[i]);
+                     "%s plans' row classes need", (long long)a->batch_stride[i], plans);
             return false;
         }
+    /* TMA loads a K-major B's tile only from a K coordinate on a 16-byte boundary (see
+     * operand_t.staged), and shift(c) is not one. */
+    if (kn->shifted && p->b.kmajor) {
+        snprintf(why, why_size, "the _ashift plans shift B's K rows, which TMA does only for a B whose N axis is "
+                 "contiguous; B's K axis is");
+        return false;
+    }
+    if (kn->shifted && kn->cluster > 1) {
+        snprintf(why, why_size, "the _ashift plans' tiles stacked along M may be of two row classes, whose B tiles "
+                 "differ: no clusters");
+        return false;
+    }
     a->staged = false;
     return true;
 }
@@ -444,7 +478,7 @@ static bool describe(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
     if (!operand_of(a, c, false, p->esize, p->esize != 2, &p->a, why, why_size) ||
         !operand_of(b, c, true, p->esize, p->esize != 2, &p->b, why, why_size))
         return false;
-    if (kn->areg && !by_class_of(p, why, why_size))
+    if ((kn->areg || kn->shifted) && !by_class_of(p, kn, why, why_size))
         return false;
     /* The scratch's parts, each 256-byte aligned after the first 256 bytes (the grid
      * barrier's counter). Split-K's partial tiles only where its plans are offered (which
@@ -580,34 +614,39 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
     return t;
 }
 
-/* The tensor map of A's row class c (knob_t.areg) over argument slot `slot`: rows c,
- * c + A_CLASSES, ... from the 16-byte boundary at or before row c's start, each shift(c) + K
- * elements long, in boxes of CLASS_ROWS rows by a K tile and CLASS_SLACK elements, without
- * swizzle. A class without rows (M <= c) gets row 0's map, which the kernel never loads. */
-static dnnjit__tma_operand_t class_map(const problem_t *p, int c, int slot)
+/* The tensor map of A's row class c (knob_t.areg or knob_t.shifted) over argument slot
+ * `slot`: rows c, c + A_CLASSES, ... from the 16-byte boundary at or before row c's start,
+ * each shift(c) + K elements long; under knob_t.areg in boxes of CLASS_ROWS rows by a K tile
+ * and CLASS_SLACK elements, without swizzle, under knob_t.shifted in A's usual boxes. A class
+ * without rows (M <= c) gets row 0's map, which the kernel never loads. */
+static dnnjit__tma_operand_t class_map(const problem_t *p, const knob_t *kn, int c, int slot)
 {
     const operand_t *a = &p->a;
     int64_t row = a->rows > c ? c : 0, start = row * a->outer_stride * 2;
-    dnnjit__tma_operand_t t = tma_of(p, a, CLASS_ROWS, slot, 0);
+    dnnjit__tma_operand_t t = tma_of(p, a, kn->areg ? CLASS_ROWS : a_box_rows(p), slot, 0);
     t.offset = (uint64_t)(start / 16 * 16);
-    t.swizzle = DNNJIT__TMA_SWIZZLE_NONE;
     t.dims[0] = (uint64_t)(p->k + start % 16 / 2);
     t.dims[1] = (uint64_t)((a->rows - row + A_CLASSES - 1) / A_CLASSES);
     t.strides[0] = (uint64_t)(A_CLASSES * a->outer_stride * 2);
-    t.box[0] = (uint32_t)(tile_k(p) + CLASS_SLACK);
+    if (kn->areg) {
+        t.swizzle = DNNJIT__TMA_SWIZZLE_NONE;
+        t.box[0] = (uint32_t)(tile_k(p) + CLASS_SLACK);
+    }
     return t;
 }
 
 /* The tensor maps of the operands, in the order of the kernel's parameters: A's (class 0's
- * under knob_t.areg), B's, then the other row classes' (map_a1 .. map_a7); returns how many. */
+ * under knob_t.areg or knob_t.shifted), B's, then the other row classes' (map_a1 .. map_a7);
+ * returns how many. */
 static int operand_maps(const problem_t *p, const knob_t *kn, int slot_a, int slot_b, int scratch_slot,
                         dnnjit__tma_operand_t *maps)
 {
+    bool by_class = kn->areg || kn->shifted;
     int n = 0;
-    maps[n++] = kn->areg ? class_map(p, 0, slot_a) : tma_of(p, &p->a, a_box_rows(p), slot_a, scratch_slot);
+    maps[n++] = by_class ? class_map(p, kn, 0, slot_a) : tma_of(p, &p->a, a_box_rows(p), slot_a, scratch_slot);
     maps[n++] = tma_of(p, &p->b, b_box_rows(kn), slot_b, scratch_slot);
-    for (int c = 1; kn->areg && c < A_CLASSES; c++)
-        maps[n++] = class_map(p, c, slot_a);
+    for (int c = 1; by_class && c < A_CLASSES; c++)
+        maps[n++] = class_map(p, kn, c, slot_a);
     return n;
 }
 
@@ -680,9 +719,10 @@ static void sm90_knob_name(int knob, char *buf, size_t size)
     char split[24] = "";
     if (kn.splits > 1)
         snprintf(split, sizeof split, "_splitk%d", kn.splits);
-    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages,
+    snprintf(buf, size, "%dx%dx%d_s%d%s%s%s%s%s%s%s%s", TILE_M, kn.bn, TILE_K_BYTES / 2, kn.stages,
              kn.raster_n ? "_rn" : "", kn.staged ? "_staged" : "", kn.tma_store ? "_tmastore" : "",
-             kn.cluster == 2 ? "_mc2" : "", split, kn.tf32 ? "_tf32" : "", kn.areg ? "_areg" : "");
+             kn.cluster == 2 ? "_mc2" : "", split, kn.tf32 ? "_tf32" : "", kn.areg ? "_areg" : "",
+             kn.shifted ? "_ashift" : "");
 }
 
 static uint32_t sm90_notes(int knob)
@@ -790,6 +830,20 @@ static double areg_rank(const problem_t *p, const knob_t *kn)
     return copy_time((double)p->a.lines * p->a.pitch) > areg_penalty(p, kn) ? -0.04 : 0.04;
 }
 
+/* Mode A's tie-breaker for an _ashift knob: ahead of the knob it repeats, of its _areg and
+ * TMA-store variants, where it is offered at all, from the H200 (bf16, 128x256 tiles, staged
+ * epilogue, in turns): 4097x4095x4099 (B copied either way) took 222-229 us against 246-248
+ * with A copied, 4096x4096x4099 (B read in place) 202-207 against 206-217 (209-212 with TMA
+ * stores), and 8192x256x8191 81 us (77 on 128x128 tiles) against _areg's 96; 4097x512x4099
+ * 44.9 against 52.0-52.5. Its tile rows are each class's: where a class's rows leave a
+ * mostly empty tile (1031 rows: eight classes of 129 or 128 in 15 tile rows, against 9),
+ * the rule's waste and wave terms already rank it after the copy (1031x1025x1027 took
+ * 25.5 us on 128x128 tiles against 21.3 for 128x192 split two ways with A copied). */
+static double shift_rank(const knob_t *kn)
+{
+    return kn->shifted ? -0.05 : 0;
+}
+
 /* Microseconds split-K adds to a tile: each split stores its partial sums of the tile's rows
  * inside M, and the last one reads the others' back, at about 100 GB/s per SM; and on the
  * H200 each split cost about half a microsecond more than that (linear_16x4096x14336 took
@@ -861,7 +915,8 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &kn, &p, why, sizeof why))
         return 1e30;
-    double ranks = stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&p, &kn) + areg_rank(&p, &kn);
+    double ranks = stage_rank(&p, &kn) + (kn.raster_n ? 0.05 : 0) + variant_rank(&p, &kn) + areg_rank(&p, &kn) +
+                   shift_rank(&kn);
     if (streams_b(&p))
         return stream_time(&p, &kn) + split_time(&p, &kn) + ranks;
     double waste = 1.0 - (double)p.m * (double)p.n / ((double)tiles_of(&p, &kn) * TILE_M * kn.bn);
@@ -888,7 +943,7 @@ static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
     char why[200];
-    knob_t narrow = {128, 4, false, false, 1, 1, false, decode(knob).tf32, false};
+    knob_t narrow = {128, 4, false, false, 1, 1, false, decode(knob).tf32, false, false};
     if (!describe(g, grp, &narrow, &p, why, sizeof why))
         return true;
     int64_t tiles = p.batch * tiles_of(&p, &narrow);
@@ -1042,8 +1097,9 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "constexpr bool DJ_A_KMAJOR = %s, DJ_B_KMAJOR = %s;\n", p.a.kmajor ? "true" : "false",
                       p.b.kmajor ? "true" : "false");
     dnnjit__sb_printf(&sb, "constexpr int DJ_A_RANK = %d, DJ_B_RANK = %d;\n", 2 + p.a.batch_axes, 2 + p.b.batch_axes);
-    dnnjit__sb_printf(&sb, "#define DJ_A_BY_CLASS %d\nconstexpr dj_i64 DJ_A_ROW_STRIDE = %lldLL;\n", kn.areg,
-                      (long long)(kn.areg ? p.a.outer_stride : 0));
+    dnnjit__sb_printf(&sb, "#define DJ_A_BY_CLASS %d\n#define DJ_A_SHIFTED %d\n", kn.areg, kn.shifted);
+    dnnjit__sb_printf(&sb, "constexpr dj_i64 DJ_A_ROW_STRIDE = %lldLL;\n",
+                      (long long)(kn.areg || kn.shifted ? p.a.outer_stride : 0));
     dnnjit__sb_printf(&sb, "constexpr int DJ_ACC = %d;\nconstexpr bool DJ_PROMOTE = %s;\n", kn.bn / 2,
                       p.promote ? "true" : "false");
     emit_batch_coords(&sb, "a", &p.a);
@@ -1093,7 +1149,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
 
 const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
     .name = "gemm_sm90",
-    .knob_count = 2 * EXACT_KNOBS + AREG_KNOBS,
+    .knob_count = 2 * EXACT_KNOBS + AREG_KNOBS + SHIFT_KNOBS,
     .supports = sm90_supports,
     .knob_name = sm90_knob_name,
     .notes = sm90_notes,

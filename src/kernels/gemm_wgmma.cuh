@@ -39,6 +39,8 @@
 //   DJ_B_KMAJOR DJ_B_RANK dj_b_batch_coords(b, c)   the same for B over [N, K]
 //   DJ_A_BY_CLASS DJ_A_ROW_STRIDE   (a macro, 0 or 1) whether A, 16-bit and K-major with rows
 //       TMA cannot address, is read in place by row class (below), and its row stride
+//   DJ_A_SHIFTED              (a macro, 0 or 1) whether such an A is read in place in tiles of
+//       one row class each, B's K shifted to match (below; B is then M/N-major)
 //   dj_wgmma_ktile(d, desc_a, desc_b, step_a, step_b, accumulate)   the DJ_BK / DJ_WK
 //       m64n<DJ_BN>k<DJ_WK> wgmmas of a K tile into d (DjAcc registers), on the descriptors
 //       desc_a + i * step_a and desc_b + i * step_b, the first adding to d's sums when
@@ -72,6 +74,16 @@
 // wgmma's row 16w + j the tile's row 4g + w + 8j, loading its fragments from the boxes
 // (dj_a_fragments). The accumulators' rows follow (dj_row_of).
 //
+// A in tiles of one row class (DJ_A_SHIFTED), for the same rows when B is N-major: each tile
+// holds DJ_BM rows of one class c, 8 apart, loaded through class c's map from its 16-byte
+// boundary in whole K tiles, swizzled as any K-major tile, so that wgmma reads it from shared
+// memory. Element x of such a box row is A's element x - shift(c) of that row, so B's K tile
+// is loaded from K row k0 - shift(c) on (TMA fills the rows before B's first with zeros), and
+// the K walk covers K + shift(c) elements. The first K tile's first shift(c) elements of each
+// row are the end of the row before: finite or not, they must not reach the sums, so each
+// consumer clears them before its first wgmma of the tile (dj_clear_row_heads). The tile
+// rows are the classes' tiles, class after class (dj_tile_rows).
+//
 // Staging: every CTA copies its share of the lines of the staged operands into the scratch
 // (through shared memory, so that global memory is read and written in aligned 16-byte
 // pieces whatever the source's alignment; a round's loads in flight while the last round
@@ -104,20 +116,28 @@
 // (and so do the epilogue's reads of bias or residual), chunk after chunk.
 //
 // Split-K (DJ_SPLITS > 1, for problems of too few tiles to fill the SMs): a work item is one
-// split of a tile, the K tiles from split * DJ_KTILES / DJ_SPLITS on; see dj_split_sum.
+// split of a tile, a near-equal share of its K tiles (dj_k_range); see dj_split_sum.
 
 constexpr int DJ_THREADS = 384;
 constexpr int DJ_CONSUMER_WARPS = 8;
-constexpr int DJ_TILES_M = (int)((DJ_M + DJ_BM - 1) / DJ_BM);
+// In tiles of one row class (DJ_A_SHIFTED), the first M % 8 classes have DJ_CLASS_ROWS_HI rows,
+// the others one fewer.
+constexpr int DJ_CLASSES_HI = (int)(DJ_M % 8);
+constexpr dj_i64 DJ_CLASS_ROWS_HI = (DJ_M + 7) / 8, DJ_CLASS_ROWS_LO = DJ_M / 8;
+constexpr int DJ_CLASS_TILES_HI = (int)((DJ_CLASS_ROWS_HI + DJ_BM - 1) / DJ_BM);
+constexpr int DJ_CLASS_TILES_LO = (int)((DJ_CLASS_ROWS_LO + DJ_BM - 1) / DJ_BM);
+constexpr int DJ_TILES_M = DJ_A_SHIFTED ? DJ_CLASSES_HI * DJ_CLASS_TILES_HI + (8 - DJ_CLASSES_HI) * DJ_CLASS_TILES_LO
+                                        : (int)((DJ_M + DJ_BM - 1) / DJ_BM);
 constexpr int DJ_TILES_N = (int)((DJ_N + DJ_BN - 1) / DJ_BN);
 // Work items (one tile per CTA of a cluster) per batch entry, and in all.
 constexpr int DJ_ITEMS_M = (DJ_TILES_M + DJ_CLUSTER - 1) / DJ_CLUSTER;
 constexpr int DJ_TILES = DJ_ITEMS_M * DJ_TILES_N;
 constexpr dj_i64 DJ_WORK = (dj_i64)DJ_TILES * DJ_BATCH * DJ_SPLITS;
+// K tiles of a tile's walk (one more for some row classes of A in tiles of one row class).
 constexpr int DJ_KTILES = (int)((DJ_K + DJ_BK - 1) / DJ_BK);
 // Every tile a CTA works on lies wholly inside C (none starts past M either, as a cluster's
 // second tile row can when the tile rows are odd): its epilogue needs no bounds checks.
-constexpr bool DJ_WHOLE_TILES = DJ_M % DJ_BM == 0 && DJ_N % DJ_BN == 0 && DJ_TILES_M % DJ_CLUSTER == 0;
+constexpr bool DJ_WHOLE_TILES = !DJ_A_SHIFTED && DJ_M % DJ_BM == 0 && DJ_N % DJ_BN == 0 && DJ_TILES_M % DJ_CLUSTER == 0;
 // A by row class: each stage holds DJ_A_CLASSES boxes, one per class, of DJ_CLASS_ROWS rows
 // of DJ_BK + 8 elements.
 constexpr int DJ_A_CLASSES = 8, DJ_CLASS_ROWS = DJ_BM / DJ_A_CLASSES;
@@ -143,9 +163,12 @@ static_assert(!DJ_TMA_STORE || DJ_BN / 64 % DJ_OUT_BOXES == 0, "whole rounds of 
 static_assert(DJ_SPLITS == 1 || (DJ_CLUSTER == 1 && DJ_KTILES >= DJ_SPLITS), "every split of a lone CTA walks K");
 static_assert(!DJ_A_BY_CLASS || (DJ_ESIZE == 2 && DJ_A_KMAJOR && !DJ_PROMOTE && !DJ_TMA_STORE),
               "A by row class: 16-bit K-major A, and an epilogue that maps each row");
+static_assert(!DJ_A_SHIFTED || (!DJ_A_BY_CLASS && DJ_ESIZE == 2 && DJ_A_KMAJOR && !DJ_B_KMAJOR && !DJ_TMA_STORE &&
+                                DJ_CLUSTER == 1),
+              "A in tiles of one row class: 16-bit K-major A, N-major B, lone CTAs, an epilogue that maps each row");
 static_assert(DJ_A_STAGE % 1024 == 0, "B's stages start on swizzle atoms");
 
-#if DJ_A_BY_CLASS
+#if DJ_A_BY_CLASS || DJ_A_SHIFTED
 #define DJ_A_CLASS_MAP_PARAMS                                                                                          \
     , const __grid_constant__ DjTensorMap map_a1, const __grid_constant__ DjTensorMap map_a2,                          \
         const __grid_constant__ DjTensorMap map_a3, const __grid_constant__ DjTensorMap map_a4,                        \
@@ -555,11 +578,28 @@ __device__ __forceinline__ void dj_grid_barrier(unsigned *counter)
 
 // ---- tiles and loads ----------------------------------------------------------------
 
-// The K tiles [begin, end) that split `split` of a tile walks: near-equal shares.
-__device__ __forceinline__ void dj_k_range(int split, int &begin, int &end)
+// The K tiles [begin, end) that split `split` of a tile walks: near-equal shares of the K
+// walk, which A in tiles of one row class makes shift elements longer.
+__device__ __forceinline__ void dj_k_range(int split, int shift, int &begin, int &end)
 {
-    begin = split * DJ_KTILES / DJ_SPLITS;
-    end = (split + 1) * DJ_KTILES / DJ_SPLITS;
+    const int ktiles = (int)((DJ_K + shift + DJ_BK - 1) / DJ_BK);
+    begin = split * ktiles / DJ_SPLITS;
+    end = (split + 1) * ktiles / DJ_SPLITS;
+}
+
+// The rows of tile row tm: row i of the tile is C's row first + step * i, and (with A in
+// tiles of one row class) cls is the class and map_row the row of its map the tile starts at.
+struct DjTileRows {
+    int first, step, cls, map_row, shift;
+};
+__device__ __forceinline__ DjTileRows dj_tile_rows(int tm)
+{
+    if constexpr (!DJ_A_SHIFTED)
+        return {tm * DJ_BM, 1, 0, tm * DJ_BM, 0};
+    constexpr int HI = DJ_CLASSES_HI * DJ_CLASS_TILES_HI, LO = DJ_CLASS_TILES_LO > 0 ? DJ_CLASS_TILES_LO : 1;
+    const int cls = tm < HI ? tm / DJ_CLASS_TILES_HI : DJ_CLASSES_HI + (tm - HI) / LO;
+    const int j = tm < HI ? tm % DJ_CLASS_TILES_HI : (tm - HI) % LO;
+    return {cls + 8 * DJ_BM * j, 8, cls, j * DJ_BM, (int)(cls * DJ_A_ROW_STRIDE % 8)};
 }
 
 // Batch entry and tile of work item `work` (a tile's splits are consecutive work items)
@@ -674,10 +714,39 @@ __device__ __forceinline__ void dj_a_fragments(unsigned stage, int c, int lane, 
 }
 
 // The row of C that row r (0 to 15) of consumer warp (consumer, warp) holds in tile row tm:
-// of the warp's 16 consecutive rows, or with A by row class of its class's rows, 8 apart.
+// of the warp's 16 consecutive rows of the tile (dj_tile_rows), or with A by row class of its
+// class's rows, 8 apart.
 __device__ __forceinline__ int dj_row_of(int tm, int consumer, int warp, int r)
 {
-    return DJ_A_BY_CLASS ? tm * DJ_BM + consumer * 4 + warp + 8 * r : tm * DJ_BM + consumer * 64 + warp * 16 + r;
+    if constexpr (DJ_A_BY_CLASS)
+        return tm * DJ_BM + consumer * 4 + warp + 8 * r;
+    const DjTileRows t = dj_tile_rows(tm);
+    return t.first + t.step * (consumer * 64 + warp * 16 + r);
+}
+
+// With A in tiles of one row class: clears the first `shift` elements (the end of the row
+// before) of each of a consumer's 64 rows of A's first K tile at `rows` (swizzled: a row's
+// first 16 bytes sit in its 128-byte line's 16-byte piece row % 8), then makes the writes
+// visible to wgmma (the async proxy) before any of the consumer's threads goes on.
+__device__ __forceinline__ void dj_clear_row_heads(unsigned rows, int shift, int consumer)
+{
+    const int t = (int)threadIdx.x % 128;
+    if (t < 64) {
+        const unsigned at = rows + (unsigned)t * 128u + (unsigned)(t % 8) * 16u;
+        unsigned w[4];
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                     : "r"(at)
+                     : "memory");
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            w[i] &= 2 * i + 1 < shift ? 0u : 2 * i < shift ? 0xffff0000u : ~0u;
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(w[0]), "r"(w[1]), "r"(w[2]),
+                     "r"(w[3])
+                     : "memory");
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    dj_bar_sync(4 + consumer, 128);
 }
 
 // ---- split-K ------------------------------------------------------------------------
@@ -872,7 +941,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             return;
         asm volatile("prefetch.tensormap [%0];\nprefetch.tensormap [%1];\n" ::"l"((dj_u64)&map_a), "l"((dj_u64)&map_b)
                      : "memory");
-#if DJ_A_BY_CLASS
+#if DJ_A_BY_CLASS || DJ_A_SHIFTED
         const DjTensorMap *const a_maps[DJ_A_CLASSES] = {&map_a,  &map_a1, &map_a2, &map_a3,
                                                          &map_a4, &map_a5, &map_a6, &map_a7};
         for (int c = 1; c < DJ_A_CLASSES; c++)
@@ -885,9 +954,18 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             dj_tile_of(work, rank, batch, tm, tn);
             dj_a_batch_coords(batch, ca);
             dj_b_batch_coords(batch, cb);
+            const DjTileRows rows = dj_tile_rows(tm);
             // A cluster's second tile may lie wholly past M: its A is not loaded (what the
             // stage holds only reaches rows the epilogue does not store).
-            const int chunks_a = tm * DJ_BM < DJ_M ? dj_chunks<DJ_A_KMAJOR, DJ_A_ROWS, DJ_M>(tm * DJ_BM) : 0;
+            const int chunks_a = rows.first < DJ_M ? dj_chunks<DJ_A_KMAJOR, DJ_A_ROWS, DJ_M>(rows.first) : 0;
+            // (Selected, not indexed: an indexed array of the maps' addresses goes on the stack.)
+            const DjTensorMap *tile_map_a = &map_a;
+#if DJ_A_SHIFTED
+#pragma unroll
+            for (int c = 1; c < DJ_A_CLASSES; c++)
+                if (rows.cls == c)
+                    tile_map_a = a_maps[c];
+#endif
             // By row class: the classes with rows inside M.
             const dj_i64 rows_left = DJ_M - (dj_i64)tm * DJ_BM;
             const int classes_a = rows_left <= 0 ? 0 : rows_left < DJ_A_CLASSES ? (int)rows_left : DJ_A_CLASSES;
@@ -901,7 +979,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                                    (DJ_CLUSTER == 2 && DJ_B_KMAJOR ? (unsigned)halves_b * (DJ_B_STAGE / 2)
                                                                    : (unsigned)chunks_b * DJ_CHUNK);
             int k_begin, k_end;
-            dj_k_range((int)(work % DJ_SPLITS), k_begin, k_end);
+            dj_k_range((int)(work % DJ_SPLITS), rows.shift, k_begin, k_end);
             // Only the stages' loads go out: TMA prefetches into L2 of B's tile 3 or 8 K tiles
             // ahead as well (cp.async.bulk.prefetch.tensor), tried on the H200 for problems
             // of 64 rows or fewer, which stream B from DRAM, slowed them (1x14336x4096 bf16
@@ -915,15 +993,15 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
                 dj_load_a_classes(a_stages + s * DJ_A_STAGE, a_maps, full(s), tm, kt * DJ_BK, classes_a, ca);
 #else
                 if (chunks_a > 0)
-                    dj_load_operand<DJ_A_KMAJOR, DJ_A_RANK>(a_stages + s * DJ_A_STAGE, &map_a, full(s), tm * DJ_BM,
-                                                            kt * DJ_BK, chunks_a, ca);
+                    dj_load_operand<DJ_A_KMAJOR, DJ_A_RANK>(a_stages + s * DJ_A_STAGE, tile_map_a, full(s),
+                                                            rows.map_row, kt * DJ_BK, chunks_a, ca);
 #endif
                 if constexpr (DJ_CLUSTER == 2)
                     dj_load_b_multicast<DJ_B_KMAJOR, DJ_B_RANK>(b_stages + s * DJ_B_STAGE, &map_b, full(s),
                                                                 tn * DJ_BN, kt * DJ_BK, b_pieces, cb, rank);
                 else
                     dj_load_operand<DJ_B_KMAJOR, DJ_B_RANK>(b_stages + s * DJ_B_STAGE, &map_b, full(s), tn * DJ_BN,
-                                                            kt * DJ_BK, chunks_b, cb);
+                                                            kt * DJ_BK - rows.shift, chunks_b, cb);
             }
         }
         // The other CTA's consumers still arrive on this CTA's barriers: it stays until they
@@ -952,7 +1030,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             for (int i = 0; i < DJ_ACC_REGS; i++)
                 mma[i] = 0;
         int previous = -1, k_begin, k_end;
-        dj_k_range((int)(work % DJ_SPLITS), k_begin, k_end);
+        const int shift = dj_tile_rows(tm).shift;
+        dj_k_range((int)(work % DJ_SPLITS), shift, k_begin, k_end);
         // A consumer whose 64 rows all lie past M (the second half of a tile of 64 rows or
         // fewer: a linear layer on a few tokens; a cluster's tile past M) multiplies
         // nothing: it only hands each stage back once loaded, leaving the tensor cores to
@@ -1002,6 +1081,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             }
 #if !DJ_A_BY_CLASS
             const unsigned sa = a_stages + s * DJ_A_STAGE + consumer * DJ_CHUNK, sb = b_stages + s * DJ_B_STAGE;
+            if (DJ_A_SHIFTED && kt == 0 && shift != 0)
+                dj_clear_row_heads(sa, shift, consumer);
             dj_fence_acc(mma);
             dj_wgmma_fence();
             dj_wgmma_ktile(mma, dj_operand_desc<DJ_A_KMAJOR>(sa), dj_operand_desc<DJ_B_KMAJOR>(sb),
