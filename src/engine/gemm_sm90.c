@@ -833,12 +833,13 @@ static double areg_rank(const problem_t *p, const knob_t *kn)
 /* Mode A's tie-breaker for an _ashift knob: ahead of the knob it repeats, of its _areg and
  * TMA-store variants, where it is offered at all, from the H200 (bf16, 128x256 tiles, staged
  * epilogue, in turns): 4097x4095x4099 (B copied either way) took 222-229 us against 246-248
- * with A copied, 4096x4096x4099 (B read in place) 202-207 against 206-217 (209-212 with TMA
- * stores), and 8192x256x8191 81 us (77 on 128x128 tiles) against _areg's 96; 4097x512x4099
- * 44.9 against 52.0-52.5. Its tile rows are each class's: where a class's rows leave a
- * mostly empty tile (1031 rows: eight classes of 129 or 128 in 15 tile rows, against 9),
- * the rule's waste and wave terms already rank it after the copy (1031x1025x1027 took
- * 25.5 us on 128x128 tiles against 21.3 for 128x192 split two ways with A copied). */
+ * with A copied (222.7-237.7 against 230.7-247.7 on another start of the machine),
+ * 4096x4096x4099 (B read in place) 202-207 against 206-217 (209-212 with TMA stores), and
+ * 8192x256x8191 81 us (77 on 128x128 tiles) against _areg's 96; 4097x512x4099 44.9 against
+ * 52.0-52.5. Its tile rows are each class's: where a class's rows leave a mostly empty tile
+ * (1031 rows: eight classes of 129 or 128 in 15 tile rows, against 9), the rule's waste and
+ * wave terms already rank it after the copy (1031x1025x1027 took 25.5 us on 128x128 tiles
+ * against 21.3 for 128x192 split two ways with A copied). */
 static double shift_rank(const knob_t *kn)
 {
     return kn->shifted ? -0.05 : 0;
