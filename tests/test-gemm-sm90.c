@@ -675,74 +675,67 @@ static void staged_operands(void **state)
     }
 }
 
-/* A 16-bit K-major A whose rows TMA cannot address, read in place by row class (the _areg
- * knobs): 4097x4095x4099 bf16 (A's rows 8198 bytes apart: eight shifts; B still copied, so
- * cooperative and without clusters) and A [3, 100, 130] half with rows 133 elements apart and
- * batch entries 13304 apart (B read in place: clusters offered). Nine tensor maps: A's eight,
- * class c's from the 16-byte boundary at or before row c, K + shift(c) elements wide, every
- * eighth row, in unswizzled boxes of 16 rows by 72 elements, with B's second; one plan of
- * each epilogue variant compiles. Refused, with why: A's rows 40 elements apart and A of one
- * row of 41 (TMA reads them), a batch stride of 13303 elements, fp8 A. With B K-major (which
- * the _ashift knobs do not take) mode A ranks them first where the copy of A they save is the
- * larger cost (8192x256x8191), and after the knobs they repeat where it is not
- * (4097x4095x4099). */
-static void areg_operands(void **state)
+/* Whether mode A's first plan for shape s on handle h (bf16) has `suffix` in its name. */
+static bool mode_a_first_has(dnnjit_handle_t h, shape_t s, const char *suffix)
 {
-    (void)state;
-    dnnjit_handle_t h = NULL;
-    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
-    const shape_t ranked[2] = {{8192, 256, 8191, 1, false, true, false, 0}, {4097, 4095, 4099, 1, false, true, false, 0}};
-    for (int i = 0; i < 2; i++) {
-        dnnjit_graph_t g = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, ranked[i]);
-        TU_OK(dnnjit_graph_create_execution_plans(g, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
-        char *first = NULL;
-        TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
-        printf("mode A's first plan, %lldx%lldx%lld: %s\n", (long long)ranked[i].m, (long long)ranked[i].n,
-               (long long)ranked[i].k, first);
-        assert_int_equal(strstr(first, "_areg") != NULL, i == 0);
-        dnnjit_free(first);
-        dnnjit_graph_destroy(g);
-    }
-    dnnjit_handle_destroy(h);
-    dnnjit_graph_t odd = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
-                                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0});
-    dnnjit_graph_t batched[2];
-    for (int i = 0; i < 2; i++) {
-        batched[i] = tu_graph(DNNJIT_DATA_TYPE_HALF);
-        dnnjit_tensor_t a = tu_tensor(batched[i], "A", 3, TU_DIMS(3, 100, 130), TU_DIMS(13304 - i, 133, 1), 0);
-        dnnjit_tensor_t b = tu_tensor(batched[i], "B", 3, TU_DIMS(1, 130, 64), NULL, 0), c;
-        TU_OK(dnnjit_graph_matmul(batched[i], a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
-        TU_OK(dnnjit_tensor_set_output(batched[i], c, true));
-        TU_OK(dnnjit_graph_validate(batched[i]));
-    }
-    struct {
-        dnnjit_graph_t g;
-        int64_t m, k, lda;
-        const char *refusal; /* why every _areg knob is refused, or NULL */
-    } cases[] = {
-        {odd, 4097, 4099, 4099, NULL},
-        {batched[0], 100, 130, 133, NULL},
-        {batched[1], 100, 130, 133, "A's batch stride of 13303 elements is not a positive multiple of 8"},
-        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
-         100, 40, 40, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
-        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){1, 64, 41, 1, false, false, false, 0}),
-         1, 41, 41, "TMA reads A's rows (1 of them, 1 elements apart) in place"},
-        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
-         40, 40, "the _areg plans take 16-bit A, not FP8_E4M3"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        dnnjit_graph_t g = cases[i].g;
+    dnnjit_graph_t g = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, s);
+    TU_OK(dnnjit_graph_create_execution_plans(g, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
+    char *first = NULL;
+    TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
+    printf("mode A's first plan, %lldx%lldx%lld: %s\n", (long long)s.m, (long long)s.n, (long long)s.k, first);
+    bool has = strstr(first, suffix) != NULL;
+    dnnjit_free(first);
+    dnnjit_graph_destroy(g);
+    return has;
+}
+
+/* A [3, 100, 130] half with rows 133 elements apart and batch entries `batch_stride` apart,
+ * times B [1, 130, 64] (N-major, read in place). */
+static dnnjit_graph_t batched_class_graph(int64_t batch_stride)
+{
+    dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_HALF);
+    dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(3, 100, 130), TU_DIMS(batch_stride, 133, 1), 0);
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 130, 64), NULL, 0), c;
+    TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+    TU_OK(dnnjit_tensor_set_output(g, c, true));
+    TU_OK(dnnjit_graph_validate(g));
+    return g;
+}
+
+/* A family of knobs reading A by row class, the knobs [first, end), and what each of its
+ * kernels holds: the source's define, and class maps of this swizzle and box. Clustered knobs
+ * are refused with `cluster_refusal` when not NULL, else offered where B is not copied. */
+typedef struct class_family {
+    const char *suffix, *define, *cluster_refusal;
+    int first, end;
+    int swizzle, box0, box1;
+} class_family_t;
+
+typedef struct class_case {
+    dnnjit_graph_t g;
+    int64_t m, k, lda;
+    bool b_copied;
+    const char *refusal; /* why every knob of the family is refused, or NULL */
+} class_case_t;
+
+/* Each case's verdict on every knob of the family, and (where offered) its kernel: nine
+ * tensor maps, A's eight class maps (class c's from the 16-byte boundary at or before row c,
+ * K + shift(c) elements wide, every eighth row) with B's second, cooperative where B is
+ * copied; one plan of each epilogue variant compiles. Destroys the cases' graphs. */
+static void check_class_knobs(const class_family_t *f, const class_case_t *cases, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const class_case_t *cs = &cases[i];
         dnnjit__partition_t p;
-        TU_OK(dnnjit__partition(g, &p));
+        TU_OK(dnnjit__partition(cs->g, &p));
         int supported = 0, clustered = 0, compiled = 0;
-        const int first = family_start("_areg"), end = family_start("_ashift");
-        assert_int_equal(first, 2 * exact_knobs());
-        for (int knob = first; knob < end; knob++) {
-            verdict_t v = verdict_of(g, &p, knob);
-            assert_non_null(strstr(v.name, "_areg"));
-            if (cases[i].refusal) {
+        for (int knob = f->first; knob < f->end; knob++) {
+            verdict_t v = verdict_of(cs->g, &p, knob);
+            assert_non_null(strstr(v.name, f->suffix));
+            const char *refusal = cs->refusal ? cs->refusal : strstr(v.name, "_mc2") ? f->cluster_refusal : NULL;
+            if (refusal) {
                 assert_true(v.refused);
-                if (!strstr(v.why, cases[i].refusal))
+                if (!strstr(v.why, refusal))
                     fail_msg("%s: %s", v.name, v.why);
                 continue;
             }
@@ -757,25 +750,25 @@ static void areg_operands(void **state)
             supported++;
             clustered += strstr(v.name, "_mc2") != NULL;
             dnnjit__kernel_t k;
-            TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
-            assert_int_equal(k.cooperative, g == odd);
+            TU_OK(engine->generate(cs->g, &p, &p.groups[0], knob, &k));
+            assert_int_equal(k.cooperative, cs->b_copied);
             assert_int_equal(k.tma_count, 9);
-            assert_non_null(strstr(k.source, "#define DJ_A_BY_CLASS 1"));
+            assert_non_null(strstr(k.source, f->define));
             for (int c = 0; c < 8; c++) {
                 const dnnjit__tma_operand_t *t = &k.tma[c ? c + 1 : 0];
-                int64_t start = c * cases[i].lda * 2;
+                int64_t start = c * cs->lda * 2;
                 assert_true(dnnjit__tma_operand_valid(t, &k, NULL, 0));
                 assert_int_equal(t->slot, 0);
                 assert_int_equal(t->offset, start / 16 * 16);
-                assert_int_equal(t->swizzle, DNNJIT__TMA_SWIZZLE_NONE);
-                assert_int_equal(t->dims[0], cases[i].k + start % 16 / 2);
-                assert_int_equal(t->dims[1], (cases[i].m - c + 7) / 8);
-                assert_int_equal(t->strides[0], 8 * cases[i].lda * 2);
-                assert_int_equal(t->box[0], 72);
-                assert_int_equal(t->box[1], 16);
+                assert_int_equal(t->swizzle, f->swizzle);
+                assert_int_equal(t->dims[0], cs->k + start % 16 / 2);
+                assert_int_equal(t->dims[1], (cs->m - c + 7) / 8);
+                assert_int_equal(t->strides[0], 8 * cs->lda * 2);
+                assert_int_equal(t->box[0], f->box0);
+                assert_int_equal(t->box[1], f->box1);
             }
-            assert_int_equal(k.tma[1].slot, g == odd ? k.scratch_slot : 1);
-            if (g != odd) {
+            assert_int_equal(k.tma[1].slot, cs->b_copied ? k.scratch_slot : 1);
+            if (!cs->b_copied) {
                 assert_int_equal(k.tma[0].rank, 3);
                 assert_int_equal(k.tma[0].strides[1], 13304 * 2);
             }
@@ -785,134 +778,91 @@ static void areg_operands(void **state)
             }
             dnnjit__kernel_free(&k);
         }
-        if (!cases[i].refusal) {
+        if (!cs->refusal) {
             assert_int_equal(compiled, 2);
             assert_true(supported >= 16);
-            assert_int_equal(clustered > 0, g != odd);
+            assert_int_equal(clustered > 0, !cs->b_copied && !f->cluster_refusal);
         }
         dnnjit__partition_free(&p);
-        dnnjit_graph_destroy(g);
+        dnnjit_graph_destroy(cs->g);
     }
+}
+
+/* A 16-bit K-major A whose rows TMA cannot address, read in place by row class (the _areg
+ * knobs): 4097x4095x4099 bf16 (A's rows 8198 bytes apart: eight shifts; B still copied, so
+ * cooperative and without clusters) and A [3, 100, 130] half with rows 133 elements apart and
+ * batch entries 13304 apart (B read in place: clusters offered). The class maps' boxes are
+ * unswizzled, 16 rows by 72 elements. Refused, with why: A's rows 40 elements apart and A of
+ * one row of 41 (TMA reads them), a batch stride of 13303 elements, fp8 A. With B K-major
+ * (which the _ashift knobs do not take) mode A ranks them first where the copy of A they save
+ * is the larger cost (8192x256x8191), and after the knobs they repeat where it is not
+ * (4097x4095x4099). */
+static void areg_operands(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h = NULL;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    assert_true(mode_a_first_has(h, (shape_t){8192, 256, 8191, 1, false, true, false, 0}, "_areg"));
+    assert_false(mode_a_first_has(h, (shape_t){4097, 4095, 4099, 1, false, true, false, 0}, "_areg"));
+    dnnjit_handle_destroy(h);
+    const class_case_t cases[] = {
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0}),
+         4097, 4099, 4099, true, NULL},
+        {batched_class_graph(13304), 100, 130, 133, false, NULL},
+        {batched_class_graph(13303), 100, 130, 133, false,
+         "A's batch stride of 13303 elements is not a positive multiple of 8"},
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
+         100, 40, 40, false, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){1, 64, 41, 1, false, false, false, 0}),
+         1, 41, 41, false, "TMA reads A's rows (1 of them, 1 elements apart) in place"},
+        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
+         40, 40, false, "the _areg plans take 16-bit A, not FP8_E4M3"},
+    };
+    const class_family_t areg = {"_areg", "#define DJ_A_BY_CLASS 1", NULL, family_start("_areg"),
+                                 family_start("_ashift"), DNNJIT__TMA_SWIZZLE_NONE, 72, 16};
+    assert_int_equal(areg.first, 2 * exact_knobs());
+    check_class_knobs(&areg, cases, sizeof cases / sizeof cases[0]);
 }
 
 /* The same A with B N-major, in tiles of one row class (the _ashift knobs, after the _areg
  * ones): 4097x4095x4099 bf16 (B copied, so cooperative) and A [3, 100, 130] half with rows
- * 133 elements apart and batch entries 13304 apart (B read in place). Nine tensor maps: A's
- * eight, class c's from the 16-byte boundary at or before row c, K + shift(c) elements wide,
- * every eighth row, in A's usual swizzled boxes of 64 elements by 128 rows, with B's second;
- * every clustered knob refused (two tiles stacked along M may be of two classes); one plan
- * of each epilogue variant compiles. Refused, with why: B K-major, whose K rows TMA cannot
- * shift, a batch stride of 13303 elements, A's rows 40 elements apart, fp8 A. Mode A ranks
- * them first on 4097x4095x4099 and 8192x256x8191, and after the copy of A on 1031x1025x1027,
- * whose classes of 129 and 128 rows take 15 tile rows against 9. */
+ * 133 elements apart and batch entries 13304 apart (B read in place). The class maps' boxes
+ * are A's usual swizzled ones of 64 elements by 128 rows; every clustered knob refused (two
+ * tiles stacked along M may be of two classes). Refused, with why: B K-major, whose K rows
+ * TMA cannot shift, a batch stride of 13303 elements, A's rows 40 elements apart, fp8 A. Mode
+ * A ranks them first on 4097x4095x4099 and 8192x256x8191, and after the copy of A on
+ * 1031x1025x1027, whose classes of 129 and 128 rows take 15 tile rows against 9. */
 static void ashift_operands(void **state)
 {
     (void)state;
     dnnjit_handle_t h = NULL;
     TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
-    const shape_t ranked[3] = {{4097, 4095, 4099, 1, false, false, false, 0},
-                               {8192, 256, 8191, 1, false, false, false, 0},
-                               {1031, 1025, 1027, 1, false, false, false, 0}};
-    for (int i = 0; i < 3; i++) {
-        dnnjit_graph_t g = gemm_graph(h, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT, ranked[i]);
-        TU_OK(dnnjit_graph_create_execution_plans(g, (dnnjit_heur_mode_t[]){DNNJIT_HEUR_MODE_A}, 1));
-        char *first = NULL;
-        TU_OK(dnnjit_graph_get_plan_name(g, 0, &first));
-        printf("mode A's first plan, %lldx%lldx%lld: %s\n", (long long)ranked[i].m, (long long)ranked[i].n,
-               (long long)ranked[i].k, first);
-        assert_int_equal(strstr(first, "_ashift") != NULL, i < 2);
-        dnnjit_free(first);
-        dnnjit_graph_destroy(g);
-    }
+    assert_true(mode_a_first_has(h, (shape_t){4097, 4095, 4099, 1, false, false, false, 0}, "_ashift"));
+    assert_true(mode_a_first_has(h, (shape_t){8192, 256, 8191, 1, false, false, false, 0}, "_ashift"));
+    assert_false(mode_a_first_has(h, (shape_t){1031, 1025, 1027, 1, false, false, false, 0}, "_ashift"));
     dnnjit_handle_destroy(h);
-    dnnjit_graph_t odd = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
-                                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0});
-    dnnjit_graph_t batched[2];
-    for (int i = 0; i < 2; i++) {
-        batched[i] = tu_graph(DNNJIT_DATA_TYPE_HALF);
-        dnnjit_tensor_t a = tu_tensor(batched[i], "A", 3, TU_DIMS(3, 100, 130), TU_DIMS(13304 - i, 133, 1), 0);
-        dnnjit_tensor_t b = tu_tensor(batched[i], "B", 3, TU_DIMS(1, 130, 64), NULL, 0), c;
-        TU_OK(dnnjit_graph_matmul(batched[i], a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
-        TU_OK(dnnjit_tensor_set_output(batched[i], c, true));
-        TU_OK(dnnjit_graph_validate(batched[i]));
-    }
-    struct {
-        dnnjit_graph_t g;
-        int64_t m, k, lda;
-        const char *refusal; /* why every _ashift knob is refused, or NULL */
-    } cases[] = {
-        {odd, 4097, 4099, 4099, NULL},
-        {batched[0], 100, 130, 133, NULL},
+    const class_case_t cases[] = {
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0}),
+         4097, 4099, 4099, true, NULL},
+        {batched_class_graph(13304), 100, 130, 133, false, NULL},
         {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
                     (shape_t){4097, 4095, 4099, 1, false, true, false, 0}),
-         4097, 4099, 4099, "the _ashift plans shift B's K rows, which TMA does only for a B whose N axis is contiguous"},
-        {batched[1], 100, 130, 133, "A's batch stride of 13303 elements is not a positive multiple of 8"},
+         4097, 4099, 4099, true,
+         "the _ashift plans shift B's K rows, which TMA does only for a B whose N axis is contiguous"},
+        {batched_class_graph(13303), 100, 130, 133, false,
+         "A's batch stride of 13303 elements is not a positive multiple of 8"},
         {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
-         100, 40, 40, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
+         100, 40, 40, false, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
         {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
-         40, 40, "the _ashift plans take 16-bit A, not FP8_E4M3"},
+         40, 40, false, "the _ashift plans take 16-bit A, not FP8_E4M3"},
     };
-    const int first = family_start("_ashift");
+    const class_family_t ashift = {"_ashift", "#define DJ_A_SHIFTED 1", "two row classes, whose B tiles differ",
+                                   family_start("_ashift"), engine->knob_count, DNNJIT__TMA_SWIZZLE_128B, 64, 128};
     /* The family repeats the base knobs, those before the TMA-store ones, as _areg does. */
-    assert_int_equal(first - family_start("_areg"), family_start("_tmastore"));
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        dnnjit_graph_t g = cases[i].g;
-        dnnjit__partition_t p;
-        TU_OK(dnnjit__partition(g, &p));
-        int supported = 0, compiled = 0;
-        for (int knob = first; knob < engine->knob_count; knob++) {
-            verdict_t v = verdict_of(g, &p, knob);
-            assert_non_null(strstr(v.name, "_ashift"));
-            if (cases[i].refusal || strstr(v.name, "_mc2")) {
-                assert_true(v.refused);
-                const char *why = cases[i].refusal ? cases[i].refusal : "two row classes, whose B tiles differ";
-                if (!strstr(v.why, why))
-                    fail_msg("%s: %s", v.name, v.why);
-                continue;
-            }
-            if (v.refused) {
-                /* Split-K where the tiles fill the SMs, and shared memory. */
-                if (!strstr(v.why, "split-K") && !strstr(v.why, "shared memory"))
-                    fail_msg("%s: %s", v.name, v.why);
-                continue;
-            }
-            supported++;
-            dnnjit__kernel_t k;
-            TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
-            assert_int_equal(k.cooperative, g == odd);
-            assert_int_equal(k.tma_count, 9);
-            assert_non_null(strstr(k.source, "#define DJ_A_SHIFTED 1"));
-            for (int c = 0; c < 8; c++) {
-                const dnnjit__tma_operand_t *t = &k.tma[c ? c + 1 : 0];
-                int64_t start = c * cases[i].lda * 2;
-                assert_true(dnnjit__tma_operand_valid(t, &k, NULL, 0));
-                assert_int_equal(t->slot, 0);
-                assert_int_equal(t->offset, start / 16 * 16);
-                assert_int_equal(t->swizzle, DNNJIT__TMA_SWIZZLE_128B);
-                assert_int_equal(t->dims[0], cases[i].k + start % 16 / 2);
-                assert_int_equal(t->dims[1], (cases[i].m - c + 7) / 8);
-                assert_int_equal(t->strides[0], 8 * cases[i].lda * 2);
-                assert_int_equal(t->box[0], 64);
-                assert_int_equal(t->box[1], 128);
-            }
-            assert_int_equal(k.tma[1].slot, g == odd ? k.scratch_slot : 1);
-            if (g != odd) {
-                assert_int_equal(k.tma[0].rank, 3);
-                assert_int_equal(k.tma[0].strides[1], 13304 * 2);
-            }
-            if (compiled < 2 && (strstr(v.name, "_staged") != NULL) == (compiled == 1)) {
-                compile(&k, NULL, NULL);
-                compiled++;
-            }
-            dnnjit__kernel_free(&k);
-        }
-        if (!cases[i].refusal) {
-            assert_int_equal(compiled, 2);
-            assert_true(supported >= 16);
-        }
-        dnnjit__partition_free(&p);
-        dnnjit_graph_destroy(g);
-    }
+    assert_int_equal(ashift.first - family_start("_areg"), family_start("_tmastore"));
+    check_class_knobs(&ashift, cases, sizeof cases / sizeof cases[0]);
 }
 
 /* fp8 and TF32 operands that are M- or N-major, which wgmma cannot read: the kernel copies
