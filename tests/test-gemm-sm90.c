@@ -788,6 +788,30 @@ static void check_class_knobs(const class_family_t *f, const class_case_t *cases
     }
 }
 
+/* The cases both families of knobs reading A by row class take alike, into `out`: taken,
+ * 4097x4095x4099 bf16 (B N-major and copied) and A [3, 100, 130] half with rows 133 elements
+ * apart and batch entries 13304 apart (B read in place); refused, with why, a batch stride of
+ * 13303 elements, A's rows 40 elements apart (which TMA reads) and fp8 A, whose refusal names
+ * the family's plans `plans` (written into fp8_why). */
+enum { SHARED_CLASS_CASES = 5 };
+static void shared_class_cases(const char *plans, char *fp8_why, size_t size, class_case_t out[SHARED_CLASS_CASES])
+{
+    snprintf(fp8_why, size, "the %s plans take 16-bit A, not FP8_E4M3", plans);
+    const class_case_t cases[SHARED_CLASS_CASES] = {
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0}),
+         4097, 4099, 4099, true, NULL},
+        {batched_class_graph(13304), 100, 130, 133, false, NULL},
+        {batched_class_graph(13303), 100, 130, 133, false,
+         "A's batch stride of 13303 elements is not a positive multiple of 8"},
+        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
+         100, 40, 40, false, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
+        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
+         40, 40, false, fp8_why},
+    };
+    memcpy(out, cases, sizeof cases);
+}
+
 /* A 16-bit K-major A whose rows TMA cannot address, read in place by row class (the _areg
  * knobs): 4097x4095x4099 bf16 (A's rows 8198 bytes apart: eight shifts; B still copied, so
  * cooperative and without clusters) and A [3, 100, 130] half with rows 133 elements apart and
@@ -805,20 +829,12 @@ static void areg_operands(void **state)
     assert_true(mode_a_first_has(h, (shape_t){8192, 256, 8191, 1, false, true, false, 0}, "_areg"));
     assert_false(mode_a_first_has(h, (shape_t){4097, 4095, 4099, 1, false, true, false, 0}, "_areg"));
     dnnjit_handle_destroy(h);
-    const class_case_t cases[] = {
-        {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
-                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0}),
-         4097, 4099, 4099, true, NULL},
-        {batched_class_graph(13304), 100, 130, 133, false, NULL},
-        {batched_class_graph(13303), 100, 130, 133, false,
-         "A's batch stride of 13303 elements is not a positive multiple of 8"},
-        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
-         100, 40, 40, false, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
-        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){1, 64, 41, 1, false, false, false, 0}),
-         1, 41, 41, false, "TMA reads A's rows (1 of them, 1 elements apart) in place"},
-        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
-         40, 40, false, "the _areg plans take 16-bit A, not FP8_E4M3"},
-    };
+    char fp8_why[80];
+    class_case_t cases[SHARED_CLASS_CASES + 1];
+    shared_class_cases("_areg", fp8_why, sizeof fp8_why, cases);
+    cases[SHARED_CLASS_CASES] = (class_case_t){
+        gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){1, 64, 41, 1, false, false, false, 0}),
+        1, 41, 41, false, "TMA reads A's rows (1 of them, 1 elements apart) in place"};
     const class_family_t areg = {"_areg", "#define DJ_A_BY_CLASS 1", NULL, family_start("_areg"),
                                  family_start("_ashift"), DNNJIT__TMA_SWIZZLE_NONE, 72, 16};
     assert_int_equal(areg.first, 2 * exact_knobs());
@@ -842,22 +858,14 @@ static void ashift_operands(void **state)
     assert_true(mode_a_first_has(h, (shape_t){8192, 256, 8191, 1, false, false, false, 0}, "_ashift"));
     assert_false(mode_a_first_has(h, (shape_t){1031, 1025, 1027, 1, false, false, false, 0}, "_ashift"));
     dnnjit_handle_destroy(h);
-    const class_case_t cases[] = {
-        {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
-                    (shape_t){4097, 4095, 4099, 1, false, false, false, 0}),
-         4097, 4099, 4099, true, NULL},
-        {batched_class_graph(13304), 100, 130, 133, false, NULL},
-        {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
-                    (shape_t){4097, 4095, 4099, 1, false, true, false, 0}),
-         4097, 4099, 4099, true,
-         "the _ashift plans shift B's K rows, which TMA does only for a B whose N axis is contiguous"},
-        {batched_class_graph(13303), 100, 130, 133, false,
-         "A's batch stride of 13303 elements is not a positive multiple of 8"},
-        {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
-         100, 40, 40, false, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
-        {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
-         40, 40, false, "the _ashift plans take 16-bit A, not FP8_E4M3"},
-    };
+    char fp8_why[80];
+    class_case_t cases[SHARED_CLASS_CASES + 1];
+    shared_class_cases("_ashift", fp8_why, sizeof fp8_why, cases);
+    cases[SHARED_CLASS_CASES] = (class_case_t){
+        gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                   (shape_t){4097, 4095, 4099, 1, false, true, false, 0}),
+        4097, 4099, 4099, true,
+        "the _ashift plans shift B's K rows, which TMA does only for a B whose N axis is contiguous"};
     const class_family_t ashift = {"_ashift", "#define DJ_A_SHIFTED 1", "two row classes, whose B tiles differ",
                                    family_start("_ashift"), engine->knob_count, DNNJIT__TMA_SWIZZLE_128B, 64, 128};
     /* The family repeats the base knobs, those before the TMA-store ones, as _areg does. */
