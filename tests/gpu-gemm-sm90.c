@@ -239,7 +239,8 @@ static void areg_against_reference(void **state)
  * B's K rows from 7 before its first), a batch over a broadcast B, 9 rows (a class of
  * two rows, seven of one), and split-K over a long K. The harness puts NaN in the padding
  * after each row of A, which each row's first K tile loads (the end of the row before),
- * so a plan that let it into the sums fails. */
+ * so a plan that let it into the sums fails. The TMA-store ones among them store C by row
+ * class, on rows of 1025 each class's from another column (0 to 7). */
 static void ashift_against_reference(void **state)
 {
     (void)state;
@@ -252,6 +253,21 @@ static void ashift_against_reference(void **state)
          true},
     };
     run_cases(cases, sizeof cases / sizeof cases[0], "_ashift");
+}
+
+/* The _ashift plans' TMA stores by row class (_tmastore_ashift) on more rows: of 300 in a
+ * batch over a broadcast B, each class's from column 0 or 4, with a row bias and residual;
+ * of 17 (one or two whole 16-byte pieces a row, the rest stored directly), from columns 0
+ * to 7. (ashift_against_reference runs them on rows of 1025, from columns 0 to 7.) */
+static void ashift_tma_store_against_reference(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
+        {"batch 2 bcast B 100x300x130 half ashift", DNNJIT_DATA_TYPE_HALF, 2, 1, 100, 300, 130, ROW_UNALIGNED_BATCH8,
+         ROW, TU_ROW_BIAS_RESIDUAL, true},
+        {"13x17x78 bf16 ashift", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 13, 17, 78, ROW_UNALIGNED, ROW, TU_BIAS_RELU, true},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], "_tmastore_ashift");
 }
 
 /* fp8 operands (E4M3 and E5M2 in each pair), K-major as wgmma needs (B column-major; one A
@@ -599,6 +615,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(split_against_reference),
         cmocka_unit_test(areg_against_reference),
         cmocka_unit_test(ashift_against_reference),
+        cmocka_unit_test(ashift_tma_store_against_reference),
         cmocka_unit_test(fp8_against_reference),
         cmocka_unit_test(tf32_against_reference),
         cmocka_unit_test(big_sampled),

@@ -690,12 +690,12 @@ static bool mode_a_first_has(dnnjit_handle_t h, shape_t s, const char *suffix)
 }
 
 /* A [3, 100, 130] half with rows 133 elements apart and batch entries `batch_stride` apart,
- * times B [1, 130, 64] (N-major, read in place). */
-static dnnjit_graph_t batched_class_graph(int64_t batch_stride)
+ * times B [1, 130, n] (N-major, read in place where n is a multiple of 8). */
+static dnnjit_graph_t batched_class_graph(int64_t batch_stride, int64_t n)
 {
     dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_HALF);
     dnnjit_tensor_t a = tu_tensor(g, "A", 3, TU_DIMS(3, 100, 130), TU_DIMS(batch_stride, 133, 1), 0);
-    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 130, 64), NULL, 0), c;
+    dnnjit_tensor_t b = tu_tensor(g, "B", 3, TU_DIMS(1, 130, n), NULL, 0), c;
     TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
     TU_OK(dnnjit_tensor_set_output(g, c, true));
     TU_OK(dnnjit_graph_validate(g));
@@ -704,35 +704,48 @@ static dnnjit_graph_t batched_class_graph(int64_t batch_stride)
 
 /* A family of knobs reading A by row class, the knobs [first, end), and what each of its
  * kernels holds: the source's define, and class maps of this swizzle and box. Clustered knobs
- * are refused with `cluster_refusal` when not NULL, else offered where B is not copied. */
+ * are refused with `cluster_refusal` when not NULL, else offered where B is not copied. With
+ * `stores`, the family has TMA-store knobs (_tmastore), which store C by row class. */
 typedef struct class_family {
     const char *suffix, *define, *cluster_refusal;
     int first, end;
     int swizzle, box0, box1;
+    bool stores;
 } class_family_t;
 
 typedef struct class_case {
     dnnjit_graph_t g;
     int64_t m, k, lda;
     bool b_copied;
-    const char *refusal; /* why every knob of the family is refused, or NULL */
+    const char *refusal;       /* why every knob of the family is refused, or NULL */
+    const char *store_refusal; /* why the family's TMA-store knobs are refused, or NULL */
 } class_case_t;
 
 /* Each case's verdict on every knob of the family, and (where offered) its kernel: nine
  * tensor maps, A's eight class maps (class c's from the 16-byte boundary at or before row c,
  * K + shift(c) elements wide, every eighth row) with B's second, cooperative where B is
- * copied; one plan of each epilogue variant compiles. Destroys the cases' graphs. */
+ * copied; a TMA-store knob's eight more, the output's class maps (class c's from the first
+ * column of row c on a 16-byte boundary to its last whole 16-byte piece, every eighth row,
+ * in the usual swizzled boxes of 64 rows by 64 columns); one plan of each epilogue variant
+ * compiles. Destroys the cases' graphs. */
 static void check_class_knobs(const class_family_t *f, const class_case_t *cases, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         const class_case_t *cs = &cases[i];
         dnnjit__partition_t p;
         TU_OK(dnnjit__partition(cs->g, &p));
+        const dnnjit__tensor_t *out = dnnjit__tensor(cs->g, p.groups[0].outputs[0]);
+        int64_t n = out->dim[out->ndim - 1], ldc = out->stride[out->ndim - 2];
         int supported = 0, clustered = 0, compiled = 0;
         for (int knob = f->first; knob < f->end; knob++) {
             verdict_t v = verdict_of(cs->g, &p, knob);
             assert_non_null(strstr(v.name, f->suffix));
-            const char *refusal = cs->refusal ? cs->refusal : strstr(v.name, "_mc2") ? f->cluster_refusal : NULL;
+            bool stores = strstr(v.name, "_tmastore") != NULL;
+            assert_true(f->stores || !stores);
+            const char *refusal = cs->refusal                   ? cs->refusal
+                                  : strstr(v.name, "_mc2")      ? f->cluster_refusal
+                                  : stores                      ? cs->store_refusal
+                                                                : NULL;
             if (refusal) {
                 assert_true(v.refused);
                 if (!strstr(v.why, refusal))
@@ -752,8 +765,22 @@ static void check_class_knobs(const class_family_t *f, const class_case_t *cases
             dnnjit__kernel_t k;
             TU_OK(engine->generate(cs->g, &p, &p.groups[0], knob, &k));
             assert_int_equal(k.cooperative, cs->b_copied);
-            assert_int_equal(k.tma_count, 9);
+            assert_int_equal(k.tma_count, stores ? 17 : 9);
             assert_non_null(strstr(k.source, f->define));
+            assert_int_equal(strstr(k.source, "#define DJ_C_BY_CLASS 1") != NULL, stores);
+            for (int c = 0; stores && c < 8; c++) {
+                const dnnjit__tma_operand_t *t = &k.tma[9 + c];
+                int64_t start = c * ldc * 2, ahead = (16 - start % 16) % 16;
+                assert_true(dnnjit__tma_operand_valid(t, &k, NULL, 0));
+                assert_int_equal(t->slot, dnnjit__slot_of(k.tensors, k.tensor_count, p.groups[0].outputs[0]));
+                assert_int_equal(t->offset, start + ahead);
+                assert_int_equal(t->swizzle, DNNJIT__TMA_SWIZZLE_128B);
+                assert_int_equal(t->dims[0], (n - ahead / 2) / 8 * 8);
+                assert_int_equal(t->dims[1], (cs->m - c + 7) / 8);
+                assert_int_equal(t->strides[0], 8 * ldc * 2);
+                assert_int_equal(t->box[0], 64);
+                assert_int_equal(t->box[1], 64);
+            }
             for (int c = 0; c < 8; c++) {
                 const dnnjit__tma_operand_t *t = &k.tma[c ? c + 1 : 0];
                 int64_t start = c * cs->lda * 2;
@@ -772,14 +799,15 @@ static void check_class_knobs(const class_family_t *f, const class_case_t *cases
                 assert_int_equal(k.tma[0].rank, 3);
                 assert_int_equal(k.tma[0].strides[1], 13304 * 2);
             }
-            if (compiled < 2 && (strstr(v.name, "_staged") != NULL) == (compiled == 1)) {
+            /* The first knob of each epilogue: direct, staged, TMA-store. */
+            if ((stores ? 2 : strstr(v.name, "_staged") ? 1 : 0) == compiled) {
                 compile(&k, NULL, NULL);
                 compiled++;
             }
             dnnjit__kernel_free(&k);
         }
         if (!cs->refusal) {
-            assert_int_equal(compiled, 2);
+            assert_int_equal(compiled, f->stores && !cs->store_refusal ? 3 : 2);
             assert_true(supported >= 16);
             assert_int_equal(clustered > 0, !cs->b_copied && !f->cluster_refusal);
         }
@@ -800,14 +828,14 @@ static void shared_class_cases(const char *plans, char *fp8_why, size_t size, cl
     const class_case_t cases[SHARED_CLASS_CASES] = {
         {gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
                     (shape_t){4097, 4095, 4099, 1, false, false, false, 0}),
-         4097, 4099, 4099, true, NULL},
-        {batched_class_graph(13304), 100, 130, 133, false, NULL},
-        {batched_class_graph(13303), 100, 130, 133, false,
-         "A's batch stride of 13303 elements is not a positive multiple of 8"},
+         4097, 4099, 4099, true, NULL, NULL},
+        {batched_class_graph(13304, 64), 100, 130, 133, false, NULL, NULL},
+        {batched_class_graph(13303, 64), 100, 130, 133, false,
+         "A's batch stride of 13303 elements is not a positive multiple of 8", NULL},
         {gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){100, 64, 40, 1, false, false, false, 0}),
-         100, 40, 40, false, "TMA reads A's rows (100 of them, 40 elements apart) in place"},
+         100, 40, 40, false, "TMA reads A's rows (100 of them, 40 elements apart) in place", NULL},
         {fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E5M2, 200, 136, 40, DNNJIT_DATA_TYPE_FLOAT), 200,
-         40, 40, false, fp8_why},
+         40, 40, false, fp8_why, NULL},
     };
     memcpy(out, cases, sizeof cases);
 }
@@ -834,9 +862,9 @@ static void areg_operands(void **state)
     shared_class_cases("_areg", fp8_why, sizeof fp8_why, cases);
     cases[SHARED_CLASS_CASES] = (class_case_t){
         gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){1, 64, 41, 1, false, false, false, 0}),
-        1, 41, 41, false, "TMA reads A's rows (1 of them, 1 elements apart) in place"};
+        1, 41, 41, false, "TMA reads A's rows (1 of them, 1 elements apart) in place", NULL};
     const class_family_t areg = {"_areg", "#define DJ_A_BY_CLASS 1", NULL, family_start("_areg"),
-                                 family_start("_ashift"), DNNJIT__TMA_SWIZZLE_NONE, 72, 16};
+                                 family_start("_ashift"), DNNJIT__TMA_SWIZZLE_NONE, 72, 16, false};
     assert_int_equal(areg.first, 2 * exact_knobs());
     check_class_knobs(&areg, cases, sizeof cases / sizeof cases[0]);
 }
@@ -845,8 +873,11 @@ static void areg_operands(void **state)
  * ones): 4097x4095x4099 bf16 (B copied, so cooperative) and A [3, 100, 130] half with rows
  * 133 elements apart and batch entries 13304 apart (B read in place). The class maps' boxes
  * are A's usual swizzled ones of 64 elements by 128 rows; every clustered knob refused (two
- * tiles stacked along M may be of two classes). Refused, with why: B K-major, whose K rows
- * TMA cannot shift, a batch stride of 13303 elements, A's rows 40 elements apart, fp8 A. Mode
+ * tiles stacked along M may be of two classes). The family's TMA-store knobs store C by row
+ * class (on 4097x4095x4099 from columns 0 to 7 of the rows), and are refused alone where C's
+ * batch stride (6500 elements, C [3, 100, 65]) is not a multiple of 8. Refused, with why: B
+ * K-major, whose K rows TMA cannot shift, a batch stride of 13303 elements, A's rows 40
+ * elements apart, fp8 A. Mode
  * A ranks them first on 4097x4095x4099 and 8192x256x8191, and after the copy of A on
  * 1031x1025x1027, whose classes of 129 and 128 rows take 15 tile rows against 9. */
 static void ashift_operands(void **state)
@@ -859,17 +890,25 @@ static void ashift_operands(void **state)
     assert_false(mode_a_first_has(h, (shape_t){1031, 1025, 1027, 1, false, false, false, 0}, "_ashift"));
     dnnjit_handle_destroy(h);
     char fp8_why[80];
-    class_case_t cases[SHARED_CLASS_CASES + 1];
+    class_case_t cases[SHARED_CLASS_CASES + 2];
     shared_class_cases("_ashift", fp8_why, sizeof fp8_why, cases);
     cases[SHARED_CLASS_CASES] = (class_case_t){
         gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
                    (shape_t){4097, 4095, 4099, 1, false, true, false, 0}),
         4097, 4099, 4099, true,
-        "the _ashift plans shift B's K rows, which TMA does only for a B whose N axis is contiguous"};
+        "the _ashift plans shift B's K rows, which TMA does only for a B whose N axis is contiguous", NULL};
+    /* C [3, 100, 65]: batch entries 6500 elements apart, which no class map of C's rows
+     * takes (B's rows of 65 copied). */
+    cases[SHARED_CLASS_CASES + 1] = (class_case_t){
+        batched_class_graph(13304, 65), 100, 130, 133, true, NULL,
+        "has a batch stride of 6500 elements, not a positive multiple of 8, which TMA stores by row class need"};
     const class_family_t ashift = {"_ashift", "#define DJ_A_SHIFTED 1", "two row classes, whose B tiles differ",
-                                   family_start("_ashift"), engine->knob_count, DNNJIT__TMA_SWIZZLE_128B, 64, 128};
-    /* The family repeats the base knobs, those before the TMA-store ones, as _areg does. */
+                                   family_start("_ashift"), engine->knob_count, DNNJIT__TMA_SWIZZLE_128B, 64, 128,
+                                   true};
+    /* The family repeats the base knobs, those before the TMA-store ones, as _areg does,
+     * then the TMA-store ones. */
     assert_int_equal(ashift.first - family_start("_areg"), family_start("_tmastore"));
+    assert_int_equal(engine->knob_count - ashift.first, exact_knobs());
     check_class_knobs(&ashift, cases, sizeof cases / sizeof cases[0]);
 }
 
@@ -1083,6 +1122,32 @@ static void refusals(void **state)
         dnnjit__kernel_t k;
         TU_FAILS(engine->generate(g, &p, &p.groups[0], 0, &k), DNNJIT_STATUS_NOT_SUPPORTED, "fused prologue");
         dnnjit__kernel_free(&k);
+        dnnjit__partition_free(&p);
+        dnnjit_graph_destroy(g);
+    }
+    /* An output of rows of 100 elements 104 apart (a view of narrower columns): TMA would
+     * store each row's last 16-byte piece whole, over the padding after it, so every
+     * TMA-store knob is refused, and only they are. */
+    {
+        dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_BFLOAT16);
+        dnnjit_tensor_t a = tu_tensor(g, "A", 2, TU_DIMS(256, 64), NULL, 0);
+        dnnjit_tensor_t b = tu_tensor(g, "B", 2, TU_DIMS(64, 100), TU_DIMS(104, 1), 0), c;
+        TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = "mm"}, &c));
+        TU_OK(dnnjit_tensor_set_stride(g, c, 2, TU_DIMS(104, 1)));
+        TU_OK(dnnjit_tensor_set_output(g, c, true));
+        TU_OK(dnnjit_graph_validate(g));
+        dnnjit__partition_t p;
+        TU_OK(dnnjit__partition(g, &p));
+        int stores = 0;
+        for (int knob = 0; knob < exact_knobs(); knob++) {
+            verdict_t v = verdict_of(g, &p, knob);
+            if (!strstr(v.name, "_tmastore"))
+                continue;
+            assert_true(v.refused);
+            assert_non_null(strstr(v.why, "has rows of 100 elements, which end inside a 16-byte piece"));
+            stores++;
+        }
+        assert_int_equal(stores, 36);
         dnnjit__partition_free(&p);
         dnnjit_graph_destroy(g);
     }

@@ -9,9 +9,10 @@
 /* Must match DJ_MAX_TENSORS / DJ_MAX_SCALARS in src/kernels/common.cuh. */
 #define DNNJIT__MAX_KERNEL_TENSORS 24
 #define DNNJIT__MAX_KERNEL_SCALARS 8
-/* Tensor maps a kernel takes after its DjArgs (the sm_90 engine's A by row class: A's eight
- * and B's), and the most dimensions one has (TMA's). */
-#define DNNJIT__MAX_KERNEL_TMAS 9
+/* Tensor maps a kernel takes after its DjArgs (the sm_90 engine's A in tiles of one row
+ * class with TMA stores: A's eight, B's and the output's eight), and the most dimensions one
+ * has (TMA's). */
+#define DNNJIT__MAX_KERNEL_TMAS 17
 #define DNNJIT__MAX_TMA_RANK 5
 
 /* How execute encodes one TMA tensor map (cuTensorMapEncodeTiled) for a kernel: over the

@@ -65,6 +65,9 @@ enum {
     AREG_KNOBS = BASE_KNOBS,
     /* Then the base knobs again with A in tiles of one row class (knob_t.shifted). */
     SHIFT_KNOBS = BASE_KNOBS,
+    /* Then the TMA-store knobs with A in tiles of one row class, which store C by row class
+     * (problem_t.out_by_class). */
+    SHIFT_STORE_KNOBS = STORE_KNOBS,
     /* A tile's rows of one row class (row % A_CLASSES) under knob_t.areg, and the K elements
      * of each row's box: a K tile and the 8 before it, the most a class's map starts early. */
     A_CLASSES = 8,
@@ -131,6 +134,11 @@ typedef struct knob {
 
 static knob_t decode(int knob)
 {
+    if (knob >= 2 * EXACT_KNOBS + AREG_KNOBS + SHIFT_KNOBS) {
+        knob_t kn = decode(knob - (2 * EXACT_KNOBS + AREG_KNOBS + SHIFT_KNOBS) + BASE_KNOBS);
+        kn.shifted = true;
+        return kn;
+    }
     if (knob >= 2 * EXACT_KNOBS + AREG_KNOBS) {
         knob_t kn = decode(knob - 2 * EXACT_KNOBS - AREG_KNOBS);
         kn.shifted = true;
@@ -210,6 +218,10 @@ typedef struct problem {
     operand_t out;
     dnnjit_tensor_t out_id;
     bool storable;
+    /* Under knob_t.shifted the tiles' rows are one row class's, 8 apart, which the output's
+     * one map cannot store as a box: each class has a map of its own (store_class_map), so
+     * that the output's rows need not start on 16-byte boundaries either. */
+    bool out_by_class;
     char store_why[160];
     /* The scratch, bytes in all or 0: the grid barrier's counter (staging), split-K's
      * arrival counters (one per tile, from byte `counters`) and partial tiles (from byte
@@ -337,6 +349,19 @@ static bool split_pays(const problem_t *p, const knob_t *kn, char *why, size_t w
     return true;
 }
 
+/* Whether every batch stride of operand o is a positive multiple of 8 elements of 2 bytes,
+ * which row classes need (each class's rows a 16-byte multiple apart in every batch entry);
+ * when not, the stride at fault in `stride`. */
+static bool class_batch_strides(const operand_t *o, int64_t *stride)
+{
+    for (int i = 0; i < o->batch_axes; i++)
+        if (o->batch_stride[i] <= 0 || o->batch_stride[i] * 2 % 16 != 0) {
+            *stride = o->batch_stride[i];
+            return false;
+        }
+    return true;
+}
+
 /* Under knob_t.areg or knob_t.shifted: A read by row class instead of copied (no longer
  * staged); false with `why` when A (or, shifted, B or the knob) is not one for it. */
 static bool by_class_of(problem_t *p, const knob_t *kn, char *why, size_t why_size)
@@ -357,12 +382,12 @@ static bool by_class_of(problem_t *p, const knob_t *kn, char *why, size_t why_si
                  "for rows it cannot address", (long long)a->rows, (long long)a->outer_stride, plans);
         return false;
     }
-    for (int i = 0; i < a->batch_axes; i++)
-        if (a->batch_stride[i] <= 0 || a->batch_stride[i] * 2 % 16 != 0) {
-            snprintf(why, why_size, "A's batch stride of %lld elements is not a positive multiple of 8, which the "
-                     "%s plans' row classes need", (long long)a->batch_stride[i], plans);
-            return false;
-        }
+    int64_t stride = 0;
+    if (!class_batch_strides(a, &stride)) {
+        snprintf(why, why_size, "A's batch stride of %lld elements is not a positive multiple of 8, which the "
+                 "%s plans' row classes need", (long long)stride, plans);
+        return false;
+    }
     /* TMA loads a K-major B's tile only from a K coordinate on a 16-byte boundary (see
      * operand_t.staged), and shift(c) is not one. */
     if (kn->shifted && p->b.kmajor) {
@@ -392,14 +417,19 @@ static int64_t round256(int64_t bytes)
 
 /* For a TMA-store knob, whether the group's output can leave through TMA stores
  * (p->storable and p->out, else p->store_why): the group's one output, 16-bit, of C's
- * shape, its rows contiguous and its other strides ones TMA takes. Other knobs never store
- * through TMA and leave p->storable false. */
+ * shape, its rows contiguous and whole 16-byte pieces and its other strides ones TMA takes;
+ * under knob_t.shifted,
+ * stored by row class (p->out_by_class), rows that go forward N >= 16 elements long (each
+ * class's holding a whole 16-byte piece), at any stride, and batch strides that are
+ * multiples of 8. Other knobs never store through TMA and
+ * leave p->storable false. */
 static void store_of(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t *kn, problem_t *p)
 {
     const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->outputs[0]);
     char why[200];
+    int64_t stride = 0;
     p->out_id = grp->outputs[0];
-    p->storable = false;
+    p->storable = p->out_by_class = false;
     if (!kn->tma_store)
         return;
     if (grp->output_count != 1)
@@ -410,9 +440,28 @@ static void store_of(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
                  t->name, dnnjit_data_type_name(t->resolved_type));
     else if (t->ndim != p->c->ndim || memcmp(t->dim, p->c->dim, sizeof t->dim[0] * (size_t)t->ndim) != 0)
         snprintf(p->store_why, sizeof p->store_why, "output \"%s\" is not of the product's shape", t->name);
-    else if (!operand_of(t, p->c, false, 2, false, &p->out, why, sizeof why) || !p->out.kmajor || p->out.staged)
+    else if (kn->shifted) {
+        if (!operand_of(t, p->c, false, 2, false, &p->out, why, sizeof why) || !p->out.kmajor ||
+            p->out.outer_stride <= 0)
+            snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has rows that are not contiguous or do not go "
+                     "forward, which TMA stores by row class need", t->name);
+        else if (p->n < 16)
+            snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has rows of %lld elements, and TMA stores by row "
+                     "class take rows of 16 or more", t->name, (long long)p->n);
+        else if (!class_batch_strides(&p->out, &stride))
+            snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has a batch stride of %lld elements, not a "
+                     "positive multiple of 8, which TMA stores by row class need", t->name, (long long)stride);
+        else
+            p->storable = p->out_by_class = true, p->out.staged = false;
+    } else if (!operand_of(t, p->c, false, 2, false, &p->out, why, sizeof why) || !p->out.kmajor || p->out.staged)
         snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has rows that are not contiguous, or strides "
                  "that are not multiples of 16 bytes, which TMA stores need", t->name);
+    /* Found on the H200: TMA stores a box's row in whole 16-byte pieces, those past the end
+     * of a map's rows included, so a row whose end lies inside a piece would have the
+     * piece's rest (the padding after it, in a view of wider rows) overwritten with zeros. */
+    else if (p->n % 8 != 0)
+        snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has rows of %lld elements, which end inside a "
+                 "16-byte piece that TMA would store whole", t->name, (long long)p->n);
     else
         p->storable = true;
 }
@@ -656,6 +705,37 @@ static dnnjit__tma_operand_t store_map(const problem_t *p, const dnnjit__kernel_
     return tma_of(p, &p->out, 64, dnnjit__slot_of(k->tensors, k->tensor_count, p->out_id), k->scratch_slot);
 }
 
+/* The output's map for row class c (problem_t.out_by_class): rows c, c + A_CLASSES, ... from
+ * the first column of row c on a 16-byte boundary (gemm_wgmma.cuh's dj_c_aligned_col) to the
+ * last whole 16-byte piece of the row, in the same boxes. TMA would store a piece that the
+ * map ends inside whole (on the H200 it wrote zeros over the next row's first columns); the
+ * kernel stores the row's last columns directly instead. A class without rows (M <= c) gets
+ * row 0's map, which the kernel never stores through. */
+static dnnjit__tma_operand_t store_class_map(const problem_t *p, const dnnjit__kernel_t *k, int c)
+{
+    const operand_t *o = &p->out;
+    int64_t row = o->rows > c ? c : 0, start = row * o->outer_stride * 2, ahead = (16 - start % 16) % 16;
+    dnnjit__tma_operand_t t = store_map(p, k);
+    t.offset = (uint64_t)(start + ahead);
+    t.dims[0] = (uint64_t)((p->n - ahead / 2) / 8 * 8);
+    t.dims[1] = (uint64_t)((o->rows - row + A_CLASSES - 1) / A_CLASSES);
+    t.strides[0] = (uint64_t)(A_CLASSES * o->outer_stride * 2);
+    return t;
+}
+
+/* The output's tensor maps for the TMA-store epilogue, in the order of the kernel's
+ * parameters (map_c, then by class map_c1 .. map_c7); returns how many. */
+static int store_maps(const problem_t *p, const dnnjit__kernel_t *k, dnnjit__tma_operand_t *maps)
+{
+    if (!p->out_by_class) {
+        maps[0] = store_map(p, k);
+        return 1;
+    }
+    for (int c = 0; c < A_CLASSES; c++)
+        maps[c] = store_class_map(p, k, c);
+    return A_CLASSES;
+}
+
 /* Whether both operands' tensor maps (and the output's, for the TMA-store epilogue) are
  * ones cuTensorMapEncodeTiled takes for kernel k (whose slots kernel_slots gave: strides
  * below 2^40 bytes, dimensions below 2^32 elements); `why` names the tensor and the rule
@@ -674,14 +754,17 @@ static bool maps_valid(const problem_t *p, const knob_t *kn, const dnnjit__kerne
     if (!kn->tma_store)
         return true;
     char rule[120];
-    dnnjit__tma_operand_t out;
-    if (!p->storable)
+    if (!p->storable) {
         snprintf(why, why_size, "the TMA-store epilogue: %s", p->store_why);
-    else if (out = store_map(p, k), !dnnjit__tma_operand_valid(&out, k, rule, sizeof rule))
-        snprintf(why, why_size, "TMA cannot store output \"%s\": %s", p->out.t->name, rule);
-    else
-        return true;
-    return false;
+        return false;
+    }
+    n = store_maps(p, k, maps);
+    for (int i = 0; i < n; i++)
+        if (!dnnjit__tma_operand_valid(&maps[i], k, rule, sizeof rule)) {
+            snprintf(why, why_size, "TMA cannot store output \"%s\": %s", p->out.t->name, rule);
+            return false;
+        }
+    return true;
 }
 
 static bool sm90_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob, const char *arch, char *why,
@@ -839,10 +922,16 @@ static double areg_rank(const problem_t *p, const knob_t *kn)
  * 52.0-52.5. Its tile rows are each class's: where a class's rows leave a mostly empty tile
  * (1031 rows: eight classes of 129 or 128 in 15 tile rows, against 9), the rule's waste and
  * wave terms already rank it after the copy (1031x1025x1027 took 25.5 us on 128x128 tiles
- * against 21.3 for 128x192 split two ways with A copied). */
+ * against 21.3 for 128x192 split two ways with A copied). The TMA-store ones, which store C
+ * by row class, rank after the staged ones and before the direct ones: on the H200 (bf16, in
+ * turns, eight rounds on two starts of the machine) 4097x4095x4099 took 220.6-241.3 us on
+ * 128x256 tiles against the staged epilogue's 223.9-241.8, no gain outside the spread, and
+ * 1031x1025x1027 on 128x128 tiles 25.3-28.4 against 24.8-26.1. */
 static double shift_rank(const knob_t *kn)
 {
-    return kn->shifted ? -0.05 : 0;
+    if (!kn->shifted)
+        return 0;
+    return kn->tma_store ? -0.015 : -0.05;
 }
 
 /* Microseconds split-K adds to a tile: each split stores its partial sums of the tile's rows
@@ -960,6 +1049,16 @@ static void emit_batch_coords(dnnjit__strbuf_t *sb, const char *name, const oper
         dnnjit__sb_printf(sb, "    c[%d] = (int)(b / %lldLL %% %lldLL);\n", i, (long long)o->batch_div[i],
                           (long long)o->batch_dim[i]);
     dnnjit__sb_append(sb, "    (void)b;\n    (void)c;\n}\n");
+}
+
+/* dj_<name>_batch_offset(b): the offset in elements of batch entry b in the operand. */
+static void emit_batch_offset(dnnjit__strbuf_t *sb, const char *name, const operand_t *o)
+{
+    dnnjit__sb_printf(sb, "__device__ __forceinline__ dj_i64 dj_%s_batch_offset(dj_i64 b)\n{\n    dj_i64 e = 0;\n", name);
+    for (int i = 0; i < o->batch_axes; i++)
+        dnnjit__sb_printf(sb, "    e += b / %lldLL %% %lldLL * %lldLL;\n", (long long)o->batch_div[i],
+                          (long long)o->batch_dim[i], (long long)o->batch_stride[i]);
+    dnnjit__sb_append(sb, "    (void)b;\n    return e;\n}\n");
 }
 
 /* The PTX name of an operand type of wgmma. */
@@ -1113,6 +1212,11 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "#define DJ_STORE_MAP_PARAM %s\n#define DJ_STORE_MAP %s\n",
                       kn.tma_store ? ", const __grid_constant__ DjTensorMap map_c" : "",
                       kn.tma_store ? "&map_c" : "nullptr");
+    dnnjit__sb_printf(&sb, "#define DJ_C_BY_CLASS %d\nconstexpr dj_i64 DJ_C_ROW_STRIDE = %lldLL;\n", p.out_by_class,
+                      (long long)(p.out_by_class ? p.out.outer_stride : 0));
+    dnnjit__sb_printf(&sb, "constexpr int DJ_C_SLOT = %d;\n",
+                      p.out_by_class ? dnnjit__slot_of(k->tensors, k->tensor_count, p.out_id) : 0);
+    emit_batch_offset(&sb, "c", p.out_by_class ? &p.out : &none);
     dnnjit__sb_printf(&sb, "constexpr bool DJ_STAGING = %s;\nconstexpr int DJ_SCRATCH_SLOT = %d;\n",
                       staging(&p) ? "true" : "false", k->scratch_slot);
     dnnjit__sb_printf(&sb, "constexpr int DJ_SPLITS = %d;\n", kn.splits);
@@ -1144,13 +1248,13 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     k->compile_option = DNNJIT__PTXAS_O2;
     k->tma_count = operand_maps(&p, &kn, slot_a, slot_b, k->scratch_slot, k->tma);
     if (kn.tma_store)
-        k->tma[k->tma_count++] = store_map(&p, k);
+        k->tma_count += store_maps(&p, k, k->tma + k->tma_count);
     return DNNJIT_STATUS_SUCCESS;
 }
 
 const dnnjit__engine_t dnnjit__engine_gemm_sm90 = {
     .name = "gemm_sm90",
-    .knob_count = 2 * EXACT_KNOBS + AREG_KNOBS + SHIFT_KNOBS,
+    .knob_count = 2 * EXACT_KNOBS + AREG_KNOBS + SHIFT_KNOBS + SHIFT_STORE_KNOBS,
     .supports = sm90_supports,
     .knob_name = sm90_knob_name,
     .notes = sm90_notes,

@@ -41,6 +41,12 @@
 //       TMA cannot address, is read in place by row class (below), and its row stride
 //   DJ_A_SHIFTED              (a macro, 0 or 1) whether such an A is read in place in tiles of
 //       one row class each, B's K shifted to match (below; B is then M/N-major)
+//   DJ_C_BY_CLASS DJ_C_ROW_STRIDE DJ_C_SLOT dj_c_batch_offset(b)   (a macro, 0 or 1) whether
+//       the TMA-store epilogue stores tiles of one row class (DJ_A_SHIFTED), through a map per
+//       class (map_c for class 0, map_c1 .. map_c7: the class's rows from their first column
+//       on a 16-byte boundary to their last whole 16-byte piece); and for the outputs it
+//       stores directly, the output's row stride, argument slot, and the offset in elements
+//       of batch entry b
 //   dj_wgmma_ktile(d, desc_a, desc_b, step_a, step_b, accumulate)   the DJ_BK / DJ_WK
 //       m64n<DJ_BN>k<DJ_WK> wgmmas of a K tile into d (DjAcc registers), on the descriptors
 //       desc_a + i * step_a and desc_b + i * step_b, the first adding to d's sums when
@@ -101,7 +107,8 @@
 // Either way a consumer's 64 rows of A start 8192 bytes into the A stage.
 //
 // The epilogue through TMA stores (DJ_TMA_STORE, a group whose one output is 16-bit with
-// rows TMA can address): each consumer writes its 64 rows of the tile's outputs, computed by
+// rows TMA can address, or with tiles of one row class any rows whose classes it can:
+// dj_store_tile): each consumer writes its 64 rows of the tile's outputs, computed by
 // dj_epilogue_values, into a buffer of its own in TMA's 128-byte swizzle, and one of its
 // threads hands the buffer to TMA, which stores it while the consumers go on to their next
 // tile's K walk. The epilogue otherwise keeps the tensor cores idle while every CTA stores a
@@ -163,9 +170,9 @@ static_assert(!DJ_TMA_STORE || DJ_BN / 64 % DJ_OUT_BOXES == 0, "whole rounds of 
 static_assert(DJ_SPLITS == 1 || (DJ_CLUSTER == 1 && DJ_KTILES >= DJ_SPLITS), "every split of a lone CTA walks K");
 static_assert(!DJ_A_BY_CLASS || (DJ_ESIZE == 2 && DJ_A_KMAJOR && !DJ_PROMOTE && !DJ_TMA_STORE),
               "A by row class: 16-bit K-major A, and an epilogue that maps each row");
-static_assert(!DJ_A_SHIFTED || (!DJ_A_BY_CLASS && DJ_ESIZE == 2 && DJ_A_KMAJOR && !DJ_B_KMAJOR && !DJ_TMA_STORE &&
-                                DJ_CLUSTER == 1),
-              "A in tiles of one row class: 16-bit K-major A, N-major B, lone CTAs, an epilogue that maps each row");
+static_assert(!DJ_A_SHIFTED || (!DJ_A_BY_CLASS && DJ_ESIZE == 2 && DJ_A_KMAJOR && !DJ_B_KMAJOR && DJ_CLUSTER == 1),
+              "A in tiles of one row class: 16-bit K-major A, N-major B, lone CTAs");
+static_assert(DJ_C_BY_CLASS == (DJ_A_SHIFTED && DJ_TMA_STORE), "TMA stores of tiles of one row class go by class");
 static_assert(DJ_A_STAGE % 1024 == 0, "B's stages start on swizzle atoms");
 
 #if DJ_A_BY_CLASS || DJ_A_SHIFTED
@@ -176,6 +183,15 @@ static_assert(DJ_A_STAGE % 1024 == 0, "B's stages start on swizzle atoms");
         const __grid_constant__ DjTensorMap map_a7
 #else
 #define DJ_A_CLASS_MAP_PARAMS
+#endif
+#if DJ_C_BY_CLASS
+#define DJ_C_CLASS_MAP_PARAMS                                                                                          \
+    , const __grid_constant__ DjTensorMap map_c1, const __grid_constant__ DjTensorMap map_c2,                          \
+        const __grid_constant__ DjTensorMap map_c3, const __grid_constant__ DjTensorMap map_c4,                        \
+        const __grid_constant__ DjTensorMap map_c5, const __grid_constant__ DjTensorMap map_c6,                        \
+        const __grid_constant__ DjTensorMap map_c7
+#else
+#define DJ_C_CLASS_MAP_PARAMS
 #endif
 
 // A CUtensorMap: 128 opaque bytes, 64-byte aligned.
@@ -813,46 +829,83 @@ __device__ __forceinline__ bool dj_split_sum(float (&acc)[DJ_ACC], dj_i64 tile, 
     return true;
 }
 
+// The first column of row class c's rows of C that starts on a 16-byte boundary, with C's
+// rows in tiles of one row class (DJ_C_BY_CLASS): rows c, c + 8, ... all start
+// c * DJ_C_ROW_STRIDE % 8 elements past one, and class c's map starts at that column.
+__device__ __forceinline__ int dj_c_aligned_col(int cls)
+{
+    return (8 - (int)(cls * DJ_C_ROW_STRIDE % 8)) % 8;
+}
+
 // The epilogue through TMA stores (see the file's comment) of consumer `consumer`'s rows of
 // tile (tm, tn) of batch entry `batch`, from the accumulators `acc` (which it consumes), into
-// `buffer`. `leader` is the one thread of the consumer that issues the stores. The boxes go
-// one per turn of a loop that is not unrolled, each turn shifting the next box's
-// accumulators down to the first 32: the fused expressions are compiled once per box of
-// columns rather than once per column pair (a GEMM with bias and relu: 400 ms to compile
-// unrolled, against 300 for the staged epilogue).
+// `buffer`, through map `map_c`. `leader` is the one thread of the consumer that issues the
+// stores. The boxes go one per turn of a loop that is not unrolled, each turn shifting the
+// next box's accumulators down to the first 32: the fused expressions are compiled once per
+// box of columns rather than once per column pair (a GEMM with bias and relu: 400 ms to
+// compile unrolled, against 300 for the staged epilogue).
+//
+// C's rows by class (DJ_C_BY_CLASS): the tile's rows are one class's, all `a` =
+// dj_c_aligned_col(class) elements short of a 16-byte boundary, and TMA stores a box only
+// from one. So box b holds the tile's columns a + 64b on, the last box (when a > 0) those
+// from a + DJ_BN - 72, ending 8 short of the tile's end, and repeating 8 columns of the box
+// before it (the same values, from the same CTA). A box's columns past its 64th slice come
+// from the next box's first slice (computed ahead, `next`), the last box's first from the
+// box before's last slice (`carry`). Each output goes into the buffer alone (2 bytes, as
+// the shift may split a pair). The columns in 16-byte pieces that other tiles share are
+// stored directly, 2 bytes each: the tile's first a and last 8 - a, and the row's last
+// (N - a) % 8, whose piece holds the next row's first columns. TMA must not store those
+// pieces whole: the class map ends at the row's last whole piece, since on the H200 a
+// map ending inside a piece had TMA write all of it (zeros past the row's end over the
+// next row's first columns).
 __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned buffer, bool leader, int consumer,
                                               dj_i64 batch, int tm, int tn, float (&acc)[DJ_ACC], const DjArgs &args)
 {
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32 % 4;
+    constexpr int LAST = DJ_BN / 64 - 1;
     // Thread (warp, lane) holds rows r and r + 8 of the consumer's 64, and in each 8-column
     // slice j the columns 8j + 2*(lane%4) and the next one: the 4-byte pair at byte
     // 4*(lane%4) of the row's 16-byte piece j % 8 of box j / 8, which the swizzle places at
     // piece (j % 8) ^ (row % 8), so that a warp's pairs of one slice fill every bank once.
-    const int r = warp * 16 + lane / 4;
-    const dj_i64 row = (dj_i64)tm * DJ_BM + consumer * 64 + r;
+    const int r = warp * 16 + lane / 4, p = 2 * (lane % 4);
+    const dj_i64 rows[2] = {dj_row_of(tm, consumer, warp, lane / 4), dj_row_of(tm, consumer, warp, lane / 4 + 8)};
+    const DjTileRows tile_rows = dj_tile_rows(tm);
+    // By class: the tile's shift, and the row's columns in whole pieces from a on.
+    const int a = DJ_C_BY_CLASS ? dj_c_aligned_col(tile_rows.cls) : 0;
+    const dj_i64 whole = DJ_C_BY_CLASS ? (DJ_N - a) / 8 * 8 : DJ_N;
+    // The pair of outputs (as one word) of columns col and col + 1 of row rows[h].
+    auto pair_word = [&](int h, dj_i64 col, float v0, float v1) {
+        float o0[1] = {0.0f}, o1[1] = {0.0f};
+        if (DJ_WHOLE_TILES || (rows[h] < DJ_M && col < DJ_N)) {
+            dj_epilogue_values(batch, rows[h], col, v0, o0, args);
+            if (DJ_WHOLE_TILES || col + 1 < DJ_N)
+                dj_epilogue_values(batch, rows[h], col + 1, v1, o1, args);
+        }
+        const DjOut lo = dj_from_float<DjOut>(o0[0]), hi = dj_from_float<DjOut>(o1[0]);
+        return (unsigned)lo.bits | (unsigned)hi.bits << 16;
+    };
+    unsigned carry[2] = {0u, 0u};
 #pragma unroll 1
     for (int box = 0; box < DJ_BN / 64; box++) {
         const unsigned slot = buffer + (unsigned)(box % DJ_OUT_BOXES) * 8192u;
+        const dj_i64 col0 = (dj_i64)tn * DJ_BN + box * 64 + p;
+        // The box's first tile column less the group's (box * 64), past the shift a.
+        const int behind = DJ_C_BY_CLASS && box == LAST && a > 0 ? 8 : 0;
         // The box's pairs are all computed before any is stored, and without bounds checks
         // when every tile lies inside C: the fused expressions' loads (a bias, a residual)
         // then go out together instead of each waiting behind the last pair's store and
         // branch. On the H200, 4096^3 bf16 with bias and relu ran 5-7% slower than without
         // while each pair's load waited in turn.
-        unsigned words[8][2];
+        unsigned words[8][2], next[2] = {0u, 0u};
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const dj_i64 col = (dj_i64)tn * DJ_BN + box * 64 + 8 * j + 2 * (lane % 4);
-                float o0[1] = {0.0f}, o1[1] = {0.0f};
-                if (DJ_WHOLE_TILES || (row + 8 * h < DJ_M && col < DJ_N)) {
-                    dj_epilogue_values(batch, row + 8 * h, col, acc[4 * j + 2 * h], o0, args);
-                    if (DJ_WHOLE_TILES || col + 1 < DJ_N)
-                        dj_epilogue_values(batch, row + 8 * h, col + 1, acc[4 * j + 2 * h + 1], o1, args);
-                }
-                const DjOut lo = dj_from_float<DjOut>(o0[0]), hi = dj_from_float<DjOut>(o1[0]);
-                words[j][h] = (unsigned)lo.bits | (unsigned)hi.bits << 16;
-            }
+            for (int h = 0; h < 2; h++)
+                words[j][h] = pair_word(h, col0 + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        if (DJ_C_BY_CLASS && box < LAST && a > 0)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                next[h] = pair_word(h, col0 + 64, acc[32 + 2 * h], acc[32 + 2 * h + 1]);
         // TMA must have read the buffer's last contents (the previous tile's last round, or
         // this tile's first where the buffer holds fewer boxes than the tile) before they
         // are overwritten: waited for only now, so that TMA's reading overlaps the box's loads
@@ -862,14 +915,44 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
                 asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
             dj_bar_sync(2 + consumer, 128);
         }
+        if constexpr (DJ_C_BY_CLASS) {
+            DjOut *const out = (DjOut *)args.ptr[DJ_C_SLOT] + dj_c_batch_offset(batch);
+            // Slice j of the group (-1: the last box's carry, 8: the next box's first) at
+            // column x of the box; and the slices' outputs that go directly.
 #pragma unroll
-        for (int j = 0; j < 8; j++)
+            for (int j = -1; j <= 8; j++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int rr = r + 8 * h;
-                const unsigned addr = slot + (unsigned)rr * 128u + (unsigned)(j ^ (rr % 8)) * 16u + (unsigned)(lane % 4) * 4u;
-                asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(words[j][h]) : "memory");
-            }
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const unsigned word = j < 0 ? carry[h] : j == 8 ? next[h] : words[j][h];
+                        const unsigned short bits = (unsigned short)(word >> 16 * e);
+                        const int rr = r + 8 * h, x = 8 * j + p + e - a + behind;
+                        if (x >= 0 && x < 64) {
+                            const unsigned addr = slot + (unsigned)rr * 128u + (unsigned)((x / 8) ^ (rr % 8)) * 16u +
+                                                  (unsigned)(x % 8) * 2u;
+                            asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(addr), "h"(bits) : "memory");
+                        }
+                        const int column = box * 64 + 8 * j + p + e; // in the tile
+                        const dj_i64 col = (dj_i64)tn * DJ_BN + column;
+                        if (j >= 0 && j < 8 && rows[h] < DJ_M && col < DJ_N &&
+                            (column < a || (a > 0 && column >= DJ_BN - 8 + a) || col >= a + whole))
+                            out[rows[h] * DJ_C_ROW_STRIDE + col].bits = bits;
+                    }
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                carry[h] = words[7][h];
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int rr = r + 8 * h;
+                    const unsigned addr =
+                        slot + (unsigned)rr * 128u + (unsigned)(j ^ (rr % 8)) * 16u + (unsigned)(lane % 4) * 4u;
+                    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(words[j][h]) : "memory");
+                }
+        }
 #pragma unroll
         for (int i = 0; i + 32 < DJ_ACC; i++)
             acc[i] = acc[i + 32];
@@ -878,14 +961,17 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
             dj_bar_sync(2 + consumer, 128);
             if (leader) {
-                int c[5] = {0, tm * DJ_BM + consumer * 64, 0, 0, 0}, batch_c[3] = {0, 0, 0};
+                // By class, the map's rows are the class's and its columns start at a.
+                int c[5] = {0, DJ_C_BY_CLASS ? tile_rows.map_row + consumer * 64 : tm * DJ_BM + consumer * 64, 0, 0, 0},
+                    batch_c[3] = {0, 0, 0};
                 dj_c_batch_coords(batch, batch_c);
                 c[2] = batch_c[0];
                 c[3] = batch_c[1];
                 c[4] = batch_c[2];
                 for (int b = 0; b < DJ_OUT_BOXES; b++) {
-                    c[0] = tn * DJ_BN + (box - (DJ_OUT_BOXES - 1) + b) * 64;
-                    if (c[0] < DJ_N)
+                    const int first = box - (DJ_OUT_BOXES - 1) + b;
+                    c[0] = tn * DJ_BN + first * 64 - (DJ_C_BY_CLASS && first == LAST && a > 0 ? 8 : 0);
+                    if (c[0] < whole)
                         dj_tma_store<DJ_C_RANK>(map_c, buffer + (unsigned)b * 8192u, c);
                 }
                 asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
@@ -896,7 +982,7 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
 
 extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
     dj_gemm_sm90(const DjArgs args, const __grid_constant__ DjTensorMap map_a,
-                 const __grid_constant__ DjTensorMap map_b DJ_A_CLASS_MAP_PARAMS DJ_STORE_MAP_PARAM)
+                 const __grid_constant__ DjTensorMap map_b DJ_A_CLASS_MAP_PARAMS DJ_STORE_MAP_PARAM DJ_C_CLASS_MAP_PARAMS)
 {
     dj_grid_dependency();
     // The swizzle atoms must start on 1024-byte boundaries; the launch asks for 1 KiB extra
@@ -1129,7 +1215,18 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         // The accumulator of m64nNk16: thread (warp, lane) holds rows warp*16 + lane/4 (+8)
         // and, for each 8-column slice j, columns 8j + 2*(lane%4) and the next one.
         if constexpr (DJ_TMA_STORE) {
-            dj_store_tile(DJ_STORE_MAP, out_buffers + (unsigned)consumer * DJ_OUT_BYTES, threadIdx.x % 128 == 0,
+            const DjTensorMap *store_map = DJ_STORE_MAP;
+#if DJ_C_BY_CLASS
+            // (Selected, not indexed, as A's class maps are.)
+            const DjTensorMap *const c_maps[DJ_A_CLASSES] = {&map_c,  &map_c1, &map_c2, &map_c3,
+                                                             &map_c4, &map_c5, &map_c6, &map_c7};
+            const int cls = dj_tile_rows(tm).cls;
+#pragma unroll
+            for (int c = 1; c < DJ_A_CLASSES; c++)
+                if (cls == c)
+                    store_map = c_maps[c];
+#endif
+            dj_store_tile(store_map, out_buffers + (unsigned)consumer * DJ_OUT_BYTES, threadIdx.x % 128 == 0,
                           consumer, batch, tm, tn, acc, args);
         } else if constexpr (DJ_STAGED_EPILOGUE) {
             float *const rows = epi_rows + (consumer * 4 + warp) * 16 * DJ_EPI_STRIDE;
