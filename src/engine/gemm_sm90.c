@@ -924,9 +924,10 @@ static double areg_rank(const problem_t *p, const knob_t *kn)
  * wave terms already rank it after the copy (1031x1025x1027 took 25.5 us on 128x128 tiles
  * against 21.3 for 128x192 split two ways with A copied). The TMA-store ones, which store C
  * by row class, rank after the staged ones and before the direct ones: on the H200 (bf16, in
- * turns, eight rounds on two starts of the machine) 4097x4095x4099 took 220.6-241.3 us on
- * 128x256 tiles against the staged epilogue's 223.9-241.8, no gain outside the spread, and
- * 1031x1025x1027 on 128x128 tiles 25.3-28.4 against 24.8-26.1. */
+ * turns, 13 rounds on three starts of the machine) 4097x4095x4099 took 220.6-241.3 us on
+ * 128x256 tiles against the staged epilogue's 223.9-241.8, 4096x4096x4099 (C's rows aligned)
+ * 193.8-210.2 against 193.4-204.2, and 1031x1025x1027 on 128x128 tiles 25.3-28.4 against
+ * 24.8-26.1. */
 static double shift_rank(const knob_t *kn)
 {
     if (!kn->shifted)
