@@ -22,7 +22,8 @@
  * that finishes last adding the others' partial sums from the scratch. A 16-bit K-major A
  * whose rows TMA cannot address may also be read in place by row class instead of copied
  * (the _areg knobs, knob_t.areg), or with an N-major B in tiles of one row class, B's K
- * shifted to match (the _ashift knobs, knob_t.shifted). */
+ * shifted to match (the _ashift knobs, knob_t.shifted), whose TMA-store ones store C by row
+ * class too, whatever its rows' alignment. */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -418,11 +419,10 @@ static int64_t round256(int64_t bytes)
 /* For a TMA-store knob, whether the group's output can leave through TMA stores
  * (p->storable and p->out, else p->store_why): the group's one output, 16-bit, of C's
  * shape, its rows contiguous and whole 16-byte pieces and its other strides ones TMA takes;
- * under knob_t.shifted,
- * stored by row class (p->out_by_class), rows that go forward N >= 16 elements long (each
- * class's holding a whole 16-byte piece), at any stride, and batch strides that are
- * multiples of 8. Other knobs never store through TMA and
- * leave p->storable false. */
+ * under knob_t.shifted, stored by row class (p->out_by_class), rows that go forward, N >= 16
+ * elements long (each class's holding a whole 16-byte piece), at any stride, and batch
+ * strides that are multiples of 8. Other knobs never store through TMA and leave
+ * p->storable false. */
 static void store_of(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t *kn, problem_t *p)
 {
     const dnnjit__tensor_t *t = dnnjit__tensor(g, grp->outputs[0]);
