@@ -175,21 +175,22 @@ static_assert(!DJ_A_SHIFTED || (!DJ_A_BY_CLASS && DJ_ESIZE == 2 && DJ_A_KMAJOR &
 static_assert(DJ_C_BY_CLASS == (DJ_A_SHIFTED && DJ_TMA_STORE), "TMA stores of tiles of one row class go by class");
 static_assert(DJ_A_STAGE % 1024 == 0, "B's stages start on swizzle atoms");
 
+// The kernel's parameters for the row classes' maps of operand x after class 0's map_x
+// (map_x1 .. map_x7), and the eight maps' addresses, class by class.
+#define DJ_CLASS_MAP_PARAMS(x)                                                                                         \
+    , const __grid_constant__ DjTensorMap map_##x##1, const __grid_constant__ DjTensorMap map_##x##2,                  \
+        const __grid_constant__ DjTensorMap map_##x##3, const __grid_constant__ DjTensorMap map_##x##4,                \
+        const __grid_constant__ DjTensorMap map_##x##5, const __grid_constant__ DjTensorMap map_##x##6,                \
+        const __grid_constant__ DjTensorMap map_##x##7
+#define DJ_CLASS_MAPS(x)                                                                                               \
+    {&map_##x, &map_##x##1, &map_##x##2, &map_##x##3, &map_##x##4, &map_##x##5, &map_##x##6, &map_##x##7}
 #if DJ_A_BY_CLASS || DJ_A_SHIFTED
-#define DJ_A_CLASS_MAP_PARAMS                                                                                          \
-    , const __grid_constant__ DjTensorMap map_a1, const __grid_constant__ DjTensorMap map_a2,                          \
-        const __grid_constant__ DjTensorMap map_a3, const __grid_constant__ DjTensorMap map_a4,                        \
-        const __grid_constant__ DjTensorMap map_a5, const __grid_constant__ DjTensorMap map_a6,                        \
-        const __grid_constant__ DjTensorMap map_a7
+#define DJ_A_CLASS_MAP_PARAMS DJ_CLASS_MAP_PARAMS(a)
 #else
 #define DJ_A_CLASS_MAP_PARAMS
 #endif
 #if DJ_C_BY_CLASS
-#define DJ_C_CLASS_MAP_PARAMS                                                                                          \
-    , const __grid_constant__ DjTensorMap map_c1, const __grid_constant__ DjTensorMap map_c2,                          \
-        const __grid_constant__ DjTensorMap map_c3, const __grid_constant__ DjTensorMap map_c4,                        \
-        const __grid_constant__ DjTensorMap map_c5, const __grid_constant__ DjTensorMap map_c6,                        \
-        const __grid_constant__ DjTensorMap map_c7
+#define DJ_C_CLASS_MAP_PARAMS DJ_CLASS_MAP_PARAMS(c)
 #else
 #define DJ_C_CLASS_MAP_PARAMS
 #endif
@@ -198,6 +199,18 @@ static_assert(DJ_A_STAGE % 1024 == 0, "B's stages start on swizzle atoms");
 struct __align__(64) DjTensorMap {
     dj_u64 opaque[16];
 };
+
+// Row class cls's map among DJ_CLASS_MAPS: selected, not indexed (an indexed array of the
+// maps' addresses goes on the stack).
+__device__ __forceinline__ const DjTensorMap *dj_class_map(const DjTensorMap *const (&maps)[8], int cls)
+{
+    const DjTensorMap *map = maps[0];
+#pragma unroll
+    for (int c = 1; c < 8; c++)
+        if (cls == c)
+            map = maps[c];
+    return map;
+}
 
 // ---- PTX wrappers -----------------------------------------------------------------
 
@@ -1028,8 +1041,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         asm volatile("prefetch.tensormap [%0];\nprefetch.tensormap [%1];\n" ::"l"((dj_u64)&map_a), "l"((dj_u64)&map_b)
                      : "memory");
 #if DJ_A_BY_CLASS || DJ_A_SHIFTED
-        const DjTensorMap *const a_maps[DJ_A_CLASSES] = {&map_a,  &map_a1, &map_a2, &map_a3,
-                                                         &map_a4, &map_a5, &map_a6, &map_a7};
+        const DjTensorMap *const a_maps[DJ_A_CLASSES] = DJ_CLASS_MAPS(a);
         for (int c = 1; c < DJ_A_CLASSES; c++)
             asm volatile("prefetch.tensormap [%0];\n" ::"l"((dj_u64)a_maps[c]) : "memory");
 #endif
@@ -1044,13 +1056,10 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             // A cluster's second tile may lie wholly past M: its A is not loaded (what the
             // stage holds only reaches rows the epilogue does not store).
             const int chunks_a = rows.first < DJ_M ? dj_chunks<DJ_A_KMAJOR, DJ_A_ROWS, DJ_M>(rows.first) : 0;
-            // (Selected, not indexed: an indexed array of the maps' addresses goes on the stack.)
-            const DjTensorMap *tile_map_a = &map_a;
 #if DJ_A_SHIFTED
-#pragma unroll
-            for (int c = 1; c < DJ_A_CLASSES; c++)
-                if (rows.cls == c)
-                    tile_map_a = a_maps[c];
+            const DjTensorMap *const tile_map_a = dj_class_map(a_maps, rows.cls);
+#else
+            const DjTensorMap *const tile_map_a = &map_a;
 #endif
             // By row class: the classes with rows inside M.
             const dj_i64 rows_left = DJ_M - (dj_i64)tm * DJ_BM;
@@ -1215,16 +1224,11 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         // The accumulator of m64nNk16: thread (warp, lane) holds rows warp*16 + lane/4 (+8)
         // and, for each 8-column slice j, columns 8j + 2*(lane%4) and the next one.
         if constexpr (DJ_TMA_STORE) {
-            const DjTensorMap *store_map = DJ_STORE_MAP;
 #if DJ_C_BY_CLASS
-            // (Selected, not indexed, as A's class maps are.)
-            const DjTensorMap *const c_maps[DJ_A_CLASSES] = {&map_c,  &map_c1, &map_c2, &map_c3,
-                                                             &map_c4, &map_c5, &map_c6, &map_c7};
-            const int cls = dj_tile_rows(tm).cls;
-#pragma unroll
-            for (int c = 1; c < DJ_A_CLASSES; c++)
-                if (cls == c)
-                    store_map = c_maps[c];
+            const DjTensorMap *const c_maps[DJ_A_CLASSES] = DJ_CLASS_MAPS(c);
+            const DjTensorMap *const store_map = dj_class_map(c_maps, dj_tile_rows(tm).cls);
+#else
+            const DjTensorMap *const store_map = DJ_STORE_MAP;
 #endif
             dj_store_tile(store_map, out_buffers + (unsigned)consumer * DJ_OUT_BYTES, threadIdx.x % 128 == 0,
                           consumer, batch, tm, tn, acc, args);
