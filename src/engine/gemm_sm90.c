@@ -451,8 +451,10 @@ static void store_of(dnnjit_graph_t g, const dnnjit__group_t *grp, const knob_t 
         else if (!class_batch_strides(&p->out, &stride))
             snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has a batch stride of %lld elements, not a "
                      "positive multiple of 8, which TMA stores by row class need", t->name, (long long)stride);
-        else
-            p->storable = p->out_by_class = true, p->out.staged = false;
+        else {
+            p->storable = p->out_by_class = true;
+            p->out.staged = false;
+        }
     } else if (!operand_of(t, p->c, false, 2, false, &p->out, why, sizeof why) || !p->out.kmajor || p->out.staged)
         snprintf(p->store_why, sizeof p->store_why, "output \"%s\" has rows that are not contiguous, or strides "
                  "that are not multiples of 16 bytes, which TMA stores need", t->name);
@@ -668,15 +670,23 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
  * each shift(c) + K elements long; under knob_t.areg in boxes of CLASS_ROWS rows by a K tile
  * and CLASS_SLACK elements, without swizzle, under knob_t.shifted in A's usual boxes. A class
  * without rows (M <= c) gets row 0's map, which the kernel never loads. */
+/* Map t over the rows of row class c of 16-bit operand o (rows c, c + A_CLASSES, ...; row 0's
+ * for a class without rows, M <= c): their count and stride set; returns the byte offset of
+ * the class's first row, from which the caller places the map's start and width. */
+static int64_t class_rows(const operand_t *o, int c, dnnjit__tma_operand_t *t)
+{
+    int64_t row = o->rows > c ? c : 0;
+    t->dims[1] = (uint64_t)((o->rows - row + A_CLASSES - 1) / A_CLASSES);
+    t->strides[0] = (uint64_t)(A_CLASSES * o->outer_stride * 2);
+    return row * o->outer_stride * 2;
+}
+
 static dnnjit__tma_operand_t class_map(const problem_t *p, const knob_t *kn, int c, int slot)
 {
-    const operand_t *a = &p->a;
-    int64_t row = a->rows > c ? c : 0, start = row * a->outer_stride * 2;
-    dnnjit__tma_operand_t t = tma_of(p, a, kn->areg ? CLASS_ROWS : a_box_rows(p), slot, 0);
+    dnnjit__tma_operand_t t = tma_of(p, &p->a, kn->areg ? CLASS_ROWS : a_box_rows(p), slot, 0);
+    int64_t start = class_rows(&p->a, c, &t);
     t.offset = (uint64_t)(start / 16 * 16);
     t.dims[0] = (uint64_t)(p->k + start % 16 / 2);
-    t.dims[1] = (uint64_t)((a->rows - row + A_CLASSES - 1) / A_CLASSES);
-    t.strides[0] = (uint64_t)(A_CLASSES * a->outer_stride * 2);
     if (kn->areg) {
         t.swizzle = DNNJIT__TMA_SWIZZLE_NONE;
         t.box[0] = (uint32_t)(tile_k(p) + CLASS_SLACK);
@@ -713,13 +723,10 @@ static dnnjit__tma_operand_t store_map(const problem_t *p, const dnnjit__kernel_
  * row 0's map, which the kernel never stores through. */
 static dnnjit__tma_operand_t store_class_map(const problem_t *p, const dnnjit__kernel_t *k, int c)
 {
-    const operand_t *o = &p->out;
-    int64_t row = o->rows > c ? c : 0, start = row * o->outer_stride * 2, ahead = (16 - start % 16) % 16;
     dnnjit__tma_operand_t t = store_map(p, k);
+    int64_t start = class_rows(&p->out, c, &t), ahead = (16 - start % 16) % 16;
     t.offset = (uint64_t)(start + ahead);
     t.dims[0] = (uint64_t)((p->n - ahead / 2) / 8 * 8);
-    t.dims[1] = (uint64_t)((o->rows - row + A_CLASSES - 1) / A_CLASSES);
-    t.strides[0] = (uint64_t)(A_CLASSES * o->outer_stride * 2);
     return t;
 }
 
