@@ -869,11 +869,20 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
  * the L2 traffic they save is not what limits these tiles. Promoted fp8 on 128x192 tiles
  * staged is the exception, the clusters first: 8192^3 E4M3 took 941, 959 and 940 us
  * clustered against 957, 977 and 980 alone in three runs (1ed6a7b and two of its drafts);
- * with TMA stores it took 909 and 931 clustered, 907 and 917 alone, in two runs. */
+ * with TMA stores it took 909 and 931 clustered, 907 and 917 alone, in two runs.
+ * Clusters with TMA stores rank first where the tiles come in pairs along M (more than one
+ * tile row) and the operands are 16-bit: at 82e8db6, timed as the benchmark times (after 300 ms
+ * idle) on 128x256 tiles with four stages, 4096^3 bf16 took 197.4 us clustered against 205.1
+ * alone (twice), fp16 211.0-215.4 against 215.7-218.9, 8192^3 bf16 1533 against 1598, fp16
+ * 1660 against 1732, a 4096^3 linear layer 199.6-199.8 against 203.1-203.9. The H200 runs
+ * these at its power limit (692 W either way, sustained), where B crossing from L2 once per
+ * pair of tiles leaves power for a higher clock (1457 against 1424 MHz). */
 static double variant_rank(const problem_t *p, const knob_t *kn)
 {
     if (p->promote && kn->cluster == 2)
         return -0.01;
+    if (kn->cluster == 2 && kn->tma_store && p->esize == 2 && p->m > TILE_M)
+        return -0.04;
     return kn->cluster == 2 ? 0.02 : kn->tma_store ? -0.03 : kn->staged ? 0.0 : 0.01;
 }
 
