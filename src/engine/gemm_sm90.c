@@ -856,8 +856,9 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
     return kn->stages == 4 ? 0.0 : kn->stages == 5 ? 0.1 : 0.2;
 }
 
-/* A tie-breaker below the stage counts', from the H200. For 16-bit operands in tiles that
- * come in pairs along M (more than one tile row), clusters of two with TMA stores first:
+/* A tie-breaker below the stage counts', from the H200. For 16-bit operands (and promoted
+ * fp8) in tiles that come in pairs along M (more than one tile row), clusters of two with
+ * TMA stores first:
  * these GEMMs run at the H200's power limit (692 W with every variant, sustained), where B
  * crossing from L2 once per pair of tiles leaves power for a higher clock (4096^3 bf16
  * sustained: 1457 MHz clustered against 1424 alone). At 82e8db6, timed as the benchmark
@@ -876,13 +877,15 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
  * against 1065). Promoted fp8 on 128x192 tiles is the exception, its clusters ahead of the
  * staged tiles: 8192^3 E4M3 took 941, 959 and 940 us clustered against 957, 977 and 980
  * alone in three runs (1ed6a7b and two of its drafts); with TMA stores it took 909 and 931
- * clustered, 907 and 917 alone, in two runs (903 against 920 at cc558de). */
+ * clustered, 907 and 917 alone, in two runs then, but 886-903 clustered against 900-920 alone
+ * in the benchmark's runs at f4e6468, d91baa9, a491024, 2678c07 and cc558de, so its TMA-store
+ * clusters rank first too. */
 static double variant_rank(const problem_t *p, const knob_t *kn)
 {
+    if (kn->cluster == 2 && kn->tma_store && (p->esize == 2 || p->promote) && p->m > TILE_M)
+        return -0.04;
     if (p->promote && kn->cluster == 2)
         return -0.01;
-    if (kn->cluster == 2 && kn->tma_store && p->esize == 2 && p->m > TILE_M)
-        return -0.04;
     return kn->cluster == 2 ? 0.02 : kn->tma_store ? -0.03 : kn->staged ? 0.0 : 0.01;
 }
 
