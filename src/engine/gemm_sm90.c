@@ -665,11 +665,6 @@ static dnnjit__tma_operand_t tma_of(const problem_t *p, const operand_t *o, int 
     return t;
 }
 
-/* The tensor map of A's row class c (knob_t.areg or knob_t.shifted) over argument slot
- * `slot`: rows c, c + A_CLASSES, ... from the 16-byte boundary at or before row c's start,
- * each shift(c) + K elements long; under knob_t.areg in boxes of CLASS_ROWS rows by a K tile
- * and CLASS_SLACK elements, without swizzle, under knob_t.shifted in A's usual boxes. A class
- * without rows (M <= c) gets row 0's map, which the kernel never loads. */
 /* Map t over the rows of row class c of 16-bit operand o (rows c, c + A_CLASSES, ...; row 0's
  * for a class without rows, M <= c): their count and stride set; returns the byte offset of
  * the class's first row, from which the caller places the map's start and width. */
@@ -681,6 +676,11 @@ static int64_t class_rows(const operand_t *o, int c, dnnjit__tma_operand_t *t)
     return row * o->outer_stride * 2;
 }
 
+/* The tensor map of A's row class c (knob_t.areg or knob_t.shifted) over argument slot
+ * `slot`: rows c, c + A_CLASSES, ... from the 16-byte boundary at or before row c's start,
+ * each shift(c) + K elements long; under knob_t.areg in boxes of CLASS_ROWS rows by a K tile
+ * and CLASS_SLACK elements, without swizzle, under knob_t.shifted in A's usual boxes. A class
+ * without rows (M <= c) gets row 0's map, which the kernel never loads. */
 static dnnjit__tma_operand_t class_map(const problem_t *p, const knob_t *kn, int c, int slot)
 {
     dnnjit__tma_operand_t t = tma_of(p, &p->a, kn->areg ? CLASS_ROWS : a_box_rows(p), slot, 0);
