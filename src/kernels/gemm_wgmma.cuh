@@ -379,9 +379,10 @@ template <bool KMAJOR> __device__ __forceinline__ dj_u64 dj_operand_desc(unsigne
 // than its 256 KiB).
 template <bool KMAJOR> constexpr dj_u64 DJ_SLICE_STEP = (KMAJOR ? 32 : 16 * 128) / 16;
 
-// x as a value the compiler knows to be the same in every lane of the warp (lane 0's). The
-// consumers' stage index goes through it: ptxas then computes the stage's wgmma descriptors
-// in uniform registers (UIADD3.64), where from a loop counter it could not prove uniform it
+// x as a value the compiler knows to be the same in every lane of the warp (lane 0's); every
+// lane of the warp must call it. The warpgroup index and the consumers' stage index go
+// through it: ptxas then computes each stage's wgmma descriptors in uniform registers
+// (UIADD3.64). From threadIdx and a loop counter, which it could not prove uniform, it
 // computed them in every lane and moved each to a uniform register for its wgmma (R2UR),
 // about 40 instructions a K tile a warp more (30.0M against 16.9M in all for 4096^3 bf16,
 // where cuBLAS's kernel runs its K loop in uniform registers).
