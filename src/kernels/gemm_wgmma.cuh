@@ -391,6 +391,19 @@ __device__ __forceinline__ int dj_uniform(int x)
     return __shfl_sync(0xffffffffu, x, 0);
 }
 
+// The stage that the consumers' it-th K tile lies in, warp-uniform (dj_uniform: every lane of
+// the warp must call it), and the phase of that stage's barriers on this pass of the ring.
+// The remainder is taken unsigned: two vector instructions fewer than the signed one.
+__device__ __forceinline__ int dj_consumer_stage(int it)
+{
+    return dj_uniform((int)((unsigned)it % DJ_STAGES));
+}
+
+__device__ __forceinline__ unsigned dj_consumer_phase(int it)
+{
+    return (unsigned)it / DJ_STAGES & 1;
+}
+
 // A consumer warp's release of a stage: an arrival on its `empty` barrier in every CTA of
 // the cluster, whose producers all write the stage.
 __device__ __forceinline__ void dj_release(unsigned empty, unsigned rank)
@@ -1152,13 +1165,13 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             // 252-263 this way in another run, against 248-252 with A copied in both.)
             unsigned cur[16], next[16];
             auto load = [&](int i, unsigned(&f)[16]) {
-                const int s = i % DJ_STAGES;
-                dj_mbar_wait(full(s), (i / DJ_STAGES) & 1);
+                const int s = dj_consumer_stage(i);
+                dj_mbar_wait(full(s), dj_consumer_phase(i));
                 dj_a_fragments(a_stages + s * DJ_A_STAGE, consumer * 4 + warp, lane, f);
             };
             load(it, cur);
             for (int kt = k_begin; kt < k_end; kt++, it++) {
-                const int s = it % DJ_STAGES;
+                const int s = dj_consumer_stage(it);
                 dj_fence_acc(mma);
                 dj_wgmma_fence();
                 dj_wgmma_ktile(mma, cur, dj_operand_desc<DJ_B_KMAJOR>(b_stages + s * DJ_B_STAGE),
@@ -1179,8 +1192,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         } else
 #endif
         for (int kt = k_begin; kt < k_end; kt++, it++) {
-            const int s = dj_uniform((int)((unsigned)it % DJ_STAGES));
-            dj_mbar_wait(full(s), (unsigned)it / DJ_STAGES & 1);
+            const int s = dj_consumer_stage(it);
+            dj_mbar_wait(full(s), dj_consumer_phase(it));
             if (DJ_A_BY_CLASS || idle) {
                 if (lane == 0)
                     dj_release(empty(s), rank);
