@@ -1,8 +1,9 @@
 /* The sm_90a GEMM engine without a GPU: every knob compiling with NVRTC for sm_90a in fp16
  * and bf16 with K-major and M/N-major operands, the big bf16 plan's SASS using HGMMA and
- * UTMALDG (when cuobjdump is found), the tensor maps it describes, its refusals, mode A's
- * order against the sm_80 engine, and a serialized plan with tensor maps read back. Needs
- * NVRTC; skipped without it. */
+ * UTMALDG and waiting on the kernel before without an early trigger (when cuobjdump is
+ * found), the tensor maps it describes, its refusals, mode A's order against the sm_80
+ * engine, and a serialized plan with tensor maps read back. Needs NVRTC; skipped without
+ * it. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "util.h"
@@ -288,7 +289,9 @@ static bool find_cuobjdump(char *path, size_t size)
     return system("command -v cuobjdump >/dev/null 2>&1") == 0;
 }
 
-/* The 8192^3 bf16 plan's CUBIN holds tensor-core warpgroup MMAs and TMA loads. */
+/* The 8192^3 bf16 plan's CUBIN holds tensor-core warpgroup MMAs and TMA loads, and waits
+ * for the kernel before it (ACQBULK, griddepcontrol.wait) without triggering the next one
+ * early (PREEXIT, griddepcontrol.launch_dependents): see dj_gemm_sm90. */
 static void sass_has_hgmma_and_utmaldg(void **state)
 {
     (void)state;
@@ -321,17 +324,21 @@ static void sass_has_hgmma_and_utmaldg(void **state)
     FILE *out = popen(command, "r");
     assert_non_null(out);
     char line[1024];
-    int hgmma = 0, utmaldg = 0;
+    int hgmma = 0, utmaldg = 0, acqbulk = 0, preexit = 0;
     while (fgets(line, sizeof line, out)) {
         hgmma += strstr(line, "HGMMA") != NULL;
         utmaldg += strstr(line, "UTMALDG") != NULL;
+        acqbulk += strstr(line, "ACQBULK") != NULL;
+        preexit += strstr(line, "PREEXIT") != NULL;
     }
     int status = pclose(out);
     unlink(file);
     assert_int_equal(status, 0);
-    printf("SASS: %d HGMMA, %d UTMALDG\n", hgmma, utmaldg);
+    printf("SASS: %d HGMMA, %d UTMALDG, %d ACQBULK, %d PREEXIT\n", hgmma, utmaldg, acqbulk, preexit);
     assert_true(hgmma >= 4);
     assert_true(utmaldg >= 1);
+    assert_int_equal(acqbulk, 1);
+    assert_int_equal(preexit, 0);
     free(cubin);
     dnnjit__kernel_free(&k);
     dnnjit__partition_free(&p);

@@ -359,15 +359,25 @@ struct DjArgs {
 // with programmatic stream serialization, so that its blocks can be scheduled, and wait,
 // while the kernel before it in the stream finishes, rather than after it has: between
 // back-to-back 65 MB copies on the H200 that took 34.0 us a call to 32.4. Every kernel
-// calls this first, before it touches global memory: the wait returns once the kernels it
-// depends on have completed and their writes are visible (at once when it was launched
-// without the attribute); the trigger then lets the next kernel be scheduled once every
-// block of this one has started: its blocks take SM space as it frees up (or lies free
-// beside a kernel of one wave) and wait there.
-__device__ __forceinline__ void dj_grid_dependency()
+// calls dj_grid_dependency (or dj_grid_wait) first, before it touches global memory: the
+// wait returns once the kernels it depends on have completed and their writes are visible
+// (at once when it was launched without the attribute); the trigger then lets the next
+// kernel be scheduled once every block of this one has started: its blocks take SM space
+// as it frees up (or lies free beside a kernel of one wave) and wait there.
+__device__ __forceinline__ void dj_grid_wait()
 {
 #if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\ngriddepcontrol.launch_dependents;\n" ::: "memory");
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+// The wait, then the trigger. Kernels whose blocks are few and stream from memory call
+// dj_grid_wait alone and let the trigger come as their blocks exit: see dj_gemm_sm90.
+__device__ __forceinline__ void dj_grid_dependency()
+{
+    dj_grid_wait();
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
 
