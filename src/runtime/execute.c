@@ -185,10 +185,11 @@ dnnjit_status_t dnnjit_graph_execute(dnnjit_graph_t g, const dnnjit_variant_t *p
         return s;
     dnnjit__plan_t *plan = &g->jit->plans[g->jit->chosen];
     /* Every kernel compiled for sm_90 or later waits for the one before it in the stream
-     * (dj_grid_dependency, and dj_zero_scratch), so it may be launched before that one has
-     * finished: its blocks then start as the other's leave the SMs. A cooperative kernel is
-     * launched without it (its blocks must all be resident at once, which the driver checks
-     * at the launch). */
+     * (dj_grid_dependency or dj_grid_wait, and dj_zero_scratch), so it may be launched
+     * before that one has finished: its blocks then start as the other's leave the SMs (the
+     * sm_90 GEMM lets the next kernel be scheduled only as its own blocks exit, see
+     * dj_gemm_sm90). A cooperative kernel is launched without it (its blocks must all be
+     * resident at once, which the driver checks at the launch). */
     const unsigned dependent = g->handle->launch_flags;
     for (int64_t gi = 0; gi < g->jit->partition.group_count; gi++) {
         dnnjit__built_kernel_t *b = &plan->kernels[gi];
