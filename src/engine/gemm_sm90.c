@@ -857,14 +857,17 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
 }
 
 /* A tie-breaker below the stage counts', from the H200. For 16-bit operands (and promoted fp8)
- * in tiles that come in pairs along M (more than one tile row), clusters of two with TMA
- * stores first: these GEMMs run at the H200's power limit (692 W with every variant,
+ * clusters of two with TMA stores first. Where the tiles come in pairs along M (more than
+ * one tile row), these GEMMs run at the H200's power limit (692 W with every variant,
  * sustained), where B crossing from L2 once per pair of tiles leaves power for a higher clock
  * (4096^3 bf16 sustained: 1457 MHz clustered against 1424 alone). At 82e8db6, timed as the
  * benchmark times (after 300 ms idle) on 128x256 tiles with four stages, 4096^3 bf16 took
  * 197.4 us clustered against 205.1 alone (twice), fp16 211.0-215.4 against 215.7-218.9, 8192^3
  * bf16 1533 against 1598, fp16 1660 against 1732, a 4096^3 linear layer 199.6-199.8 against
- * 203.1-203.9. Otherwise the epilogue through TMA stores first, which leaves the stores to TMA
+ * 203.1-203.9. On a few rows (stream_time), where a cluster's second CTA only loads half of
+ * B for the first, they ran 0.4-3 us faster than the staged clusters on the same tiles in the
+ * H200 sweep at 318facb (16x4096x4096 on 128x128 tiles with four stages: 14.8 against 15.8;
+ * 16x14336x4096 on 128x256: 33.6 against 36.0). Otherwise the epilogue through TMA stores first, which leaves the stores to TMA
  * while the next tile's K walk runs (4096^3 bf16 171 us against 181-196 staged in one run,
  * 8192^3 1595-1599 against 1644-1663, 8x4096^3 with bias and relu 1670 against 1704, 8192^3
  * E4M3 on 128x192 tiles 907-917 against 930-936 staged in clusters); then the staged epilogue
@@ -881,7 +884,7 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
  * clusters rank first too. */
 static double variant_rank(const problem_t *p, const knob_t *kn)
 {
-    if (kn->cluster == 2 && kn->tma_store && (p->esize == 2 || p->promote) && p->m > TILE_M)
+    if (kn->cluster == 2 && kn->tma_store && (p->esize == 2 || p->promote))
         return -0.04;
     if (p->promote && kn->cluster == 2)
         return -0.01;
@@ -990,17 +993,24 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 /* Microseconds for the work items of a problem of 64 rows or fewer to stream B, fitted to
  * H200 sweeps of nn.Linear shapes in bf16 (M 1 and 16; N x K 4096 x 4096, 4096 x 14336 and
  * 14336 x 4096; every tile, stage count and split). Each CTA keeps its stages of B in
- * flight, which return after about 1.5 us: 128x256 tiles with four stages read 85 GB/s
- * each, 128x128 ones with five 53 (1x4096x14336 unsplit: 82 us on 16 CTAs of 7.3 MB, 64
- * on 32 of 3.7 MB). All of them together approach 3.3 TB/s, less what a last partial round
- * leaves idle. The two limits blend (the cube root of the sum of their cubes fitted the
- * sweeps within about 10%, where the larger of the two missed by 30% near the crossing:
- * 128x256 tiles split two ways took 55 us on 4096 x 14336, either limit alone 42). Each
- * round of work items adds about 3 us of pipeline fill and drain. */
+ * flight, which return after about 1.75 us: 128x256 tiles with four stages read 75 GB/s
+ * each, 128x128 ones with five 47. In a cluster of two each CTA issues half of B's tile
+ * for both (the second CTA's tile is past M: it only loads), which counts as 1.75 times the
+ * bytes in flight: 1x4096x4096 on 128x128 tiles with four stages took 14.9 us in clusters
+ * against 18.4 alone. All of them together approach 3.3 TB/s, less what a last partial
+ * round leaves idle. The two limits blend (the cube root of the sum of their cubes; the
+ * larger of the two alone missed by 30% near the crossing: 128x256 tiles split two ways
+ * took 55 us on 4096 x 14336, either limit alone 42). Each round of work items adds about
+ * 3 us of pipeline fill and drain. The latency and the cluster factor are fitted to rank
+ * the plans rather than to time them: on the sweep at 318facb they put mode A within 4.3%
+ * of the fastest plan on each of the six cases (6.8% with 1.5 us and no cluster factor),
+ * and so does every pair of them from 1.625 to 2.0 (latency) by 1.5 to 2.0 (factor); the
+ * times run up to 30% past the measured ones on long unsplit walks (1x4096x14336 on 16
+ * tiles of 128x256: 103 us modelled, 78.8 measured). */
 static double stream_time(const problem_t *p, const knob_t *kn)
 {
     int64_t items = work_items(p, kn), rounds = (items + SM_COUNT - 1) / SM_COUNT;
-    double per_cta_rate = (double)kn->bn * TILE_K_BYTES * kn->stages / 1.5;
+    double per_cta_rate = (double)kn->bn * TILE_K_BYTES * kn->stages / 1.75 * (kn->cluster == 2 ? 1.75 : 1.0);
     double per_cta = (double)rounds * kn->bn * (double)p->k / kn->splits * p->esize / per_cta_rate;
     double all = (double)p->batch * (double)p->n * (double)p->k * p->esize / 3.3e6 *
                  (rounds > 1 ? (double)(rounds * SM_COUNT) / (double)items : 1.0);
