@@ -867,12 +867,13 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
  * 203.1-203.9. On a few rows (stream_time), where a cluster's second CTA only loads half of
  * B for the first, they ran 0.4-3 us faster than the staged clusters on the same tiles in the
  * H200 sweep at 318facb (16x4096x4096 on 128x128 tiles with four stages: 14.8 against 15.8;
- * 16x14336x4096 on 128x256: 33.6 against 36.0). Otherwise the epilogue through TMA stores first, which leaves the stores to TMA
- * while the next tile's K walk runs (4096^3 bf16 171 us against 181-196 staged in one run,
- * 8192^3 1595-1599 against 1644-1663, 8x4096^3 with bias and relu 1670 against 1704, 8192^3
- * E4M3 on 128x192 tiles 907-917 against 930-936 staged in clusters); then the staged epilogue
- * (bfdb6ca, 4096^3 bf16: 178 us against cuBLAS's 182; its code needs no call per column pair
- * and no stack copy of the arguments, and its stores cover 64-byte row pieces), then the
+ * 16x14336x4096 on 128x256: 33.6 against 36.0). Otherwise the epilogue through TMA stores
+ * first, which leaves the stores to TMA while the next tile's K walk runs (4096^3 bf16 171 us
+ * against 181-196 staged in one run, 8192^3 1595-1599 against 1644-1663, 8x4096^3 with bias
+ * and relu 1670 against 1704, 8192^3 E4M3 on 128x192 tiles 907-917 against 930-936 staged in
+ * clusters); then the staged epilogue (bfdb6ca, 4096^3 bf16: 178 us against cuBLAS's 182;
+ * its code needs no call per column pair and no stack copy of the arguments, and its stores
+ * cover 64-byte row pieces), then the
  * direct one (196 us), and the other clusters last: staged, they ran as fast as the staged
  * tiles alone once their consumers' remote releases stopped fencing the whole GPU's memory
  * (4096^3 bf16 207.6 us against 204.2, 8192^3 1582.6 against 1583.3, 8192^3 fp8 1053 against
@@ -1010,7 +1011,8 @@ static double sm90_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 static double stream_time(const problem_t *p, const knob_t *kn)
 {
     int64_t items = work_items(p, kn), rounds = (items + SM_COUNT - 1) / SM_COUNT;
-    double per_cta_rate = (double)kn->bn * TILE_K_BYTES * kn->stages / 1.75 * (kn->cluster == 2 ? 1.75 : 1.0);
+    const double latency_us = 1.75, cluster_factor = kn->cluster == 2 ? 1.75 : 1.0;
+    double per_cta_rate = (double)kn->bn * TILE_K_BYTES * kn->stages / latency_us * cluster_factor;
     double per_cta = (double)rounds * kn->bn * (double)p->k / kn->splits * p->esize / per_cta_rate;
     double all = (double)p->batch * (double)p->n * (double)p->k * p->esize / 3.3e6 *
                  (rounds > 1 ? (double)(rounds * SM_COUNT) / (double)items : 1.0);
