@@ -857,32 +857,32 @@ static double stage_rank(const problem_t *p, const knob_t *kn)
 }
 
 /* A tie-breaker below the stage counts', from the H200. For 16-bit operands (and promoted fp8)
- * clusters of two with TMA stores first. Where the tiles come in pairs along M (more than
- * one tile row), these GEMMs run at the H200's power limit (692 W with every variant,
- * sustained), where B crossing from L2 once per pair of tiles leaves power for a higher clock
- * (4096^3 bf16 sustained: 1457 MHz clustered against 1424 alone). At 82e8db6, timed as the
- * benchmark times (after 300 ms idle) on 128x256 tiles with four stages, 4096^3 bf16 took
- * 197.4 us clustered against 205.1 alone (twice), fp16 211.0-215.4 against 215.7-218.9, 8192^3
- * bf16 1533 against 1598, fp16 1660 against 1732, a 4096^3 linear layer 199.6-199.8 against
- * 203.1-203.9. On a few rows (stream_time), where a cluster's second CTA only loads half of
- * B for the first, they ran 0.4-3 us faster than the staged clusters on the same tiles in the
- * H200 sweep at 318facb (16x4096x4096 on 128x128 tiles with four stages: 14.8 against 15.8;
- * 16x14336x4096 on 128x256: 33.6 against 36.0). Otherwise the epilogue through TMA stores
- * first, which leaves the stores to TMA while the next tile's K walk runs (4096^3 bf16 171 us
- * against 181-196 staged in one run, 8192^3 1595-1599 against 1644-1663, 8x4096^3 with bias
- * and relu 1670 against 1704, 8192^3 E4M3 on 128x192 tiles 907-917 against 930-936 staged in
- * clusters); then the staged epilogue (bfdb6ca, 4096^3 bf16: 178 us against cuBLAS's 182;
- * its code needs no call per column pair and no stack copy of the arguments, and its stores
- * cover 64-byte row pieces), then the
- * direct one (196 us), and the other clusters last: staged, they ran as fast as the staged
- * tiles alone once their consumers' remote releases stopped fencing the whole GPU's memory
- * (4096^3 bf16 207.6 us against 204.2, 8192^3 1582.6 against 1583.3, 8192^3 fp8 1053 against
- * 1065). Promoted fp8 on 128x192 tiles is the exception, its clusters ahead of the staged
- * tiles: 8192^3 E4M3 took 941, 959 and 940 us clustered against 957, 977 and 980 alone in
- * three runs (1ed6a7b and two of its drafts); with TMA stores it took 909 and 931 clustered,
- * 907 and 917 alone, in two runs then, but 886-903 clustered against 900-920 alone in the
- * benchmark's runs at f4e6468, d91baa9, a491024, 2678c07 and cc558de, so its TMA-store
- * clusters rank first too. */
+ * clusters of two with TMA stores first. Where the tiles come in pairs along M (more than one
+ * tile row), these GEMMs run at the H200's power limit (692 W with every variant, sustained),
+ * where B crossing from L2 once per pair of tiles leaves power for a higher clock (4096^3 bf16
+ * sustained: 1457 MHz clustered against 1424 alone). At 82e8db6, timed as the benchmark times
+ * (after 300 ms idle) on 128x256 tiles with four stages, 4096^3 bf16 took 197.4 us clustered
+ * against 205.1 alone (twice), fp16 211.0-215.4 against 215.7-218.9, 8192^3 bf16 1533 against
+ * 1598, fp16 1660 against 1732, a 4096^3 linear layer 199.6-199.8 against 203.1-203.9. On a few
+ * rows (stream_time), where a cluster's second CTA only loads half of B for the first, they ran
+ * 0.4-3 us faster than the staged clusters on the same tiles in the H200 sweep at 318facb
+ * (16x4096x4096 on 128x128 tiles with four stages: 14.8 against 15.8; 16x14336x4096 on 128x256:
+ * 33.6 against 36.0). (At one tile row of more than 64 rows the rule's wave term already
+ * charges a cluster for its idle half, and this order only breaks ties.) Otherwise the epilogue
+ * through TMA stores first, which leaves the stores to TMA while the next tile's K walk runs
+ * (4096^3 bf16 171 us against 181-196 staged in one run, 8192^3 1595-1599 against 1644-1663,
+ * 8x4096^3 with bias and relu 1670 against 1704, 8192^3 E4M3 on 128x192 tiles 907-917 against
+ * 930-936 staged in clusters); then the staged epilogue (bfdb6ca, 4096^3 bf16: 178 us against
+ * cuBLAS's 182; its code needs no call per column pair and no stack copy of the arguments, and
+ * its stores cover 64-byte row pieces), then the direct one (196 us), and the other clusters
+ * last: staged, they ran as fast as the staged tiles alone once their consumers' remote
+ * releases stopped fencing the whole GPU's memory (4096^3 bf16 207.6 us against 204.2, 8192^3
+ * 1582.6 against 1583.3, 8192^3 fp8 1053 against 1065). Promoted fp8 on 128x192 tiles is the
+ * exception, its clusters ahead of the staged tiles: 8192^3 E4M3 took 941, 959 and 940 us
+ * clustered against 957, 977 and 980 alone in three runs (1ed6a7b and two of its drafts); with
+ * TMA stores it took 909 and 931 clustered, 907 and 917 alone, in two runs then, but 886-903
+ * clustered against 900-920 alone in the benchmark's runs at f4e6468, d91baa9, a491024, 2678c07
+ * and cc558de, so its TMA-store clusters rank first too. */
 static double variant_rank(const problem_t *p, const knob_t *kn)
 {
     if (kn->cluster == 2 && kn->tma_store && (p->esize == 2 || p->promote))
