@@ -391,17 +391,25 @@ __device__ __forceinline__ int dj_uniform(int x)
     return __shfl_sync(0xffffffffu, x, 0);
 }
 
-// The stage that the consumers' it-th K tile lies in, warp-uniform (dj_uniform: every lane of
-// the warp must call it), and the phase of that stage's barriers on this pass of the ring.
-// The remainder is taken unsigned: two vector instructions fewer than the signed one.
-__device__ __forceinline__ int dj_consumer_stage(int it)
+// The stage that the it-th K tile (it >= 0) lies in, and the phase of that stage's barriers
+// on this pass of the ring: the consumers wait for `full` in this phase, the producer for
+// `empty` in the other one (the previous pass's release). The remainder is taken unsigned:
+// two vector instructions fewer than the signed one.
+__device__ __forceinline__ int dj_ring_stage(int it)
 {
-    return dj_uniform((int)((unsigned)it % DJ_STAGES));
+    return (int)((unsigned)it % DJ_STAGES);
 }
 
-__device__ __forceinline__ unsigned dj_consumer_phase(int it)
+__device__ __forceinline__ unsigned dj_ring_phase(int it)
 {
     return (unsigned)it / DJ_STAGES & 1;
+}
+
+// dj_ring_stage made warp-uniform for the consumers' wgmma operands (dj_uniform: every lane of
+// the warp must call it).
+__device__ __forceinline__ int dj_consumer_stage(int it)
+{
+    return dj_uniform(dj_ring_stage(it));
 }
 
 // A consumer warp's release of a stage: an arrival on its `empty` barrier in every CTA of
@@ -1114,8 +1122,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             // 36.9 -> 44.0 and 50.9 us, 16x14336x4096 35.8 -> 40.9 and 42.0, 1x4096x14336
             // 39.0 -> 43.0 and 43.8).
             for (int kt = k_begin; kt < k_end; kt++, it++) {
-                const int s = it % DJ_STAGES;
-                dj_mbar_wait(empty(s), ((it / DJ_STAGES) & 1) ^ 1);
+                const int s = dj_ring_stage(it);
+                dj_mbar_wait(empty(s), dj_ring_phase(it) ^ 1);
                 dj_mbar_expect_tx(full(s), bytes);
 #if DJ_A_BY_CLASS
                 dj_load_a_classes(a_stages + s * DJ_A_STAGE, a_maps, full(s), tm, kt * DJ_BK, classes_a, ca);
@@ -1136,7 +1144,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
         // have released every stage.
         if constexpr (DJ_CLUSTER == 2)
             for (int i = 0; i < DJ_STAGES; i++, it++)
-                dj_mbar_wait(empty(it % DJ_STAGES), ((it / DJ_STAGES) & 1) ^ 1);
+                dj_mbar_wait(empty(dj_ring_stage(it)), dj_ring_phase(it) ^ 1);
         return;
     }
 
@@ -1174,7 +1182,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             unsigned cur[16], next[16];
             auto load = [&](int i, unsigned(&f)[16]) {
                 const int s = dj_consumer_stage(i);
-                dj_mbar_wait(full(s), dj_consumer_phase(i));
+                dj_mbar_wait(full(s), dj_ring_phase(i));
                 dj_a_fragments(a_stages + s * DJ_A_STAGE, consumer * 4 + warp, lane, f);
             };
             load(it, cur);
@@ -1201,7 +1209,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
 #endif
         for (int kt = k_begin; kt < k_end; kt++, it++) {
             const int s = dj_consumer_stage(it);
-            dj_mbar_wait(full(s), dj_consumer_phase(it));
+            dj_mbar_wait(full(s), dj_ring_phase(it));
             if (DJ_A_BY_CLASS || idle) {
                 if (lane == 0)
                     dj_release(empty(s), rank);
