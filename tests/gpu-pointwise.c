@@ -1,7 +1,7 @@
 /* GPU: pointwise graphs built, compiled, executed on the device and compared with the
  * float64 reference executor on fresh random data, with poisoned outputs. Skipped (77)
  * without a GPU. */
-#include "gpu_util.h"
+#include "gpu_buffers.h"
 
 typedef struct pw_case {
     const char *label;
@@ -98,12 +98,64 @@ static void strided_and_broadcast(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* Non-finite inputs through the device's ReLU, plain and clipped, element by element
+ * against the reference (whose norm of differences any NaN would fail): a NaN stays NaN,
+ * -inf goes to the lower clip or down its slope, +inf to the upper clip. The output is
+ * poisoned with a finite value, so that an unwritten NaN cannot pass. */
+static void relu_non_finite(void **state)
+{
+    (void)state;
+    static const double x[] = {NAN, -INFINITY, INFINITY, -2, 0, 3, -0.5, 7};
+    enum { COUNT = sizeof x / sizeof x[0] };
+    static const dnnjit_pointwise_attr_t attrs[] = {
+        {.mode = DNNJIT_POINTWISE_RELU_FWD},
+        {.mode = DNNJIT_POINTWISE_RELU_FWD,
+         .relu_lower_clip = -1.0,
+         .relu_lower_clip_slope = 0.1,
+         .has_relu_upper_clip = true,
+         .relu_upper_clip = 2.0},
+    };
+    for (size_t a = 0; a < sizeof attrs / sizeof attrs[0]; a++) {
+        dnnjit_graph_t g = tu_gpu_graph(DNNJIT_DATA_TYPE_FLOAT);
+        dnnjit_tensor_t in = tu_tensor(g, "x", 1, TU_DIMS(COUNT), NULL, 0), y;
+        TU_OK(dnnjit_graph_pointwise(g, &attrs[a], in, 0, 0, &y));
+        TU_OK(dnnjit_tensor_set_output(g, y, true));
+        gb_build(g, NULL);
+        gb_set_t s;
+        gb_alloc(g, &s);
+        for (size_t i = 0; i < s.n; i++) {
+            gb_tensor_t *b = &s.t[i];
+            for (int e = 0; e < COUNT; e++)
+                dnnjit_element_store(b->info.data_type, b->host, e, b->info.producer >= 0 ? 1234.5 : x[e]);
+            GB_CU(dnnjit__cuda()->cuMemcpyHtoD(b->device, b->host, b->bytes));
+        }
+        TU_OK(dnnjit_graph_execute(g, s.device_pack, s.n, gb_workspace(&s), NULL));
+        GB_CU(dnnjit__cuda()->cuStreamSynchronize(NULL));
+        for (size_t i = 0; i < s.n; i++)
+            if (s.t[i].info.producer >= 0)
+                GB_CU(dnnjit__cuda()->cuMemcpyDtoH(s.t[i].readback, s.t[i].device, s.t[i].bytes));
+        TU_OK(dnnjit_graph_execute_reference(g, s.host_pack, s.n));
+        for (size_t i = 0; i < s.n; i++) {
+            const gb_tensor_t *b = &s.t[i];
+            for (int e = 0; b->info.producer >= 0 && e < COUNT; e++) {
+                double got = dnnjit_element_load(b->info.data_type, b->readback, e);
+                double want = dnnjit_element_load(b->info.data_type, b->host, e);
+                if (isnan(got) != isnan(want) || (!isnan(want) && got != want))
+                    fail_msg("ReLU %zu of %g: the device gave %g, the reference %g", a, x[e], got, want);
+            }
+        }
+        gb_free(&s);
+        dnnjit_graph_destroy(g);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sigmoid_fma_sizes_and_types),
         cmocka_unit_test(every_mode_float),
         cmocka_unit_test(strided_and_broadcast),
+        cmocka_unit_test(relu_non_finite),
     };
     return TU_GPU_MAIN(tests, argc, argv, tu_gpu_available);
 }

@@ -213,6 +213,25 @@ static void relu_clips_and_slope(void **state)
     rt_free(&r);
 }
 
+/* Non-finite inputs: a NaN stays NaN, with or without the upper clip, and the plain ReLU
+ * takes -inf to 0 (as max(x, 0) does, where 0 * -inf would give NaN); the clipped one takes
+ * +inf to its upper clip and -inf down its slope. */
+static void relu_non_finite(void **state)
+{
+    (void)state;
+    rt_t r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
+    const double x[] = {NAN, -INFINITY, INFINITY, -2, 0, 3};
+    const double plain[] = {NAN, 0, INFINITY, 0, 0, 3}, clipped[] = {NAN, -INFINITY, 2, -1.1, 0, 2};
+    dnnjit_tensor_t y;
+    run_mode(&r, &(dnnjit_pointwise_attr_t){.mode = DNNJIT_POINTWISE_RELU_FWD}, x, NULL, 6, &y);
+    rt_expect(&r, y, plain, 6, 1e-15);
+    rt_free(&r);
+    r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
+    run_mode(&r, &relu_clipped, x, NULL, 6, &y);
+    rt_expect(&r, y, clipped, 6, 1e-15);
+    rt_free(&r);
+}
+
 static double clipped_relu(double x)
 {
     double y = x > -1 ? x : -1 + 0.1 * (x + 1);
@@ -507,6 +526,7 @@ int main(void)
     const struct CMUnitTest others[] = {
         cmocka_unit_test(mode_table_covers_every_mode),
         cmocka_unit_test(relu_clips_and_slope),
+        cmocka_unit_test(relu_non_finite),
         cmocka_unit_test(relu_backward_clips_and_slope),
         cmocka_unit_test(activation_attributes),
         cmocka_unit_test(activations_saturate_without_overflow),

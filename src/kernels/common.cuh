@@ -164,12 +164,14 @@ __device__ __forceinline__ double dj_max(double a, double b) { return fmax(a, b)
 
 __device__ __forceinline__ float dj_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-// RELU with lower clip l, upper clip u and slope s below l: y = x >= l ? x : l + s*(x - l),
-// then min(y, u).
+// RELU with lower clip l, upper clip u and slope s below l: y = l + s*(x - l) at and below
+// l (l itself when s is 0, -inf included), x above it, then u where y > u. NaN stays NaN
+// (fminf(NaN, u) would give u). With the usual constants (s 0, u infinite) the comparisons
+// fold to one select: the upper clip never holds, and the line's arithmetic goes.
 __device__ __forceinline__ float dj_relu(float x, float l, float u, float s)
 {
-    float y = x > l ? x : l + s * (x - l);
-    return fminf(y, u);
+    const float y = x <= l ? (s == 0.0f ? l : l + s * (x - l)) : x;
+    return y > u ? u : y;
 }
 __device__ __forceinline__ float dj_relu_bwd(float dy, float x, float l, float u, float s)
 {

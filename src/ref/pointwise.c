@@ -40,11 +40,12 @@ static double log1p_exp(double z)
 }
 
 /* The ReLU family before the upper clip: g(x) = x above the lower clip l, and the line
- * l + slope * (x - l) at and below it (so slope 0 gives max(x, l)). */
+ * l + slope * (x - l) at and below it (slope 0 gives l there, -inf included, as max(x, l)
+ * does); a NaN stays NaN. */
 static double relu_lower(const dnnjit__op_attr_t *at, double x)
 {
-    double l = at->pointwise.relu_lower_clip;
-    return x > l ? x : l + at->pointwise.relu_lower_clip_slope * (x - l);
+    double l = at->pointwise.relu_lower_clip, s = at->pointwise.relu_lower_clip_slope;
+    return x <= l ? (s == 0 ? l : l + s * (x - l)) : x;
 }
 
 /* The GELU tanh approximation's inner argument u(x) = sqrt(2/pi) * (x + 0.044715 x^3). */
