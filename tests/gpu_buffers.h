@@ -90,15 +90,21 @@ static inline void gb_fill(gb_set_t *s, double lo, double hi)
     GB_CU(dnnjit__cuda()->cuStreamSynchronize(NULL));
 }
 
-/* Reads the outputs back (after the caller synchronized), runs the reference on the same
- * inputs and returns the largest ||out - ref|| / ||ref|| over the outputs (NaN if any
- * element is NaN). */
-static inline double gb_error(dnnjit_graph_t g, gb_set_t *s)
+/* Reads the outputs back into their `readback` (after the caller synchronized) and runs
+ * the reference on the same inputs into their `host`. */
+static inline void gb_reference(dnnjit_graph_t g, gb_set_t *s)
 {
     for (size_t i = 0; i < s->n; i++)
         if (s->t[i].info.producer >= 0)
             GB_CU(dnnjit__cuda()->cuMemcpyDtoH(s->t[i].readback, s->t[i].device, s->t[i].bytes));
     TU_OK(dnnjit_graph_execute_reference(g, s->host_pack, s->n));
+}
+
+/* gb_reference, then the largest ||out - ref|| / ||ref|| over the outputs (NaN if any
+ * element is NaN). */
+static inline double gb_error(dnnjit_graph_t g, gb_set_t *s)
+{
+    gb_reference(g, s);
     double worst = 0;
     for (size_t i = 0; i < s->n; i++) {
         const gb_tensor_t *b = &s->t[i];
