@@ -1184,6 +1184,50 @@ static void refusals(void **state)
     dnnjit_graph_destroy(g);
 }
 
+/* The boxes a turn of the TMA-store epilogue's loop (DJ_STORE_UNROLL) of every knob the
+ * engine takes for the graph's group: `tma_store_unroll` on the _tmastore knobs, 1 on the
+ * others; returns how many TMA-store knobs there were. */
+static int check_store_unroll(dnnjit_graph_t g, int tma_store_unroll)
+{
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    assert_int_equal(p.group_count, 1);
+    int stores = 0;
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        verdict_t v = verdict_of(g, &p, knob);
+        if (v.refused)
+            continue;
+        dnnjit__kernel_t k;
+        TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k));
+        bool tma_store = strstr(v.name, "_tmastore") != NULL;
+        char define[64];
+        snprintf(define, sizeof define, "DJ_STORE_UNROLL = %d;", tma_store ? tma_store_unroll : 1);
+        assert_non_null(strstr(k.source, define));
+        stores += tma_store;
+        dnnjit__kernel_free(&k);
+    }
+    dnnjit__partition_free(&p);
+    return stores;
+}
+
+/* The TMA-store epilogue computes two boxes a turn where the fused expressions read a tensor
+ * of more than one element (a bias), so that its loads overlap the box before's work, and
+ * one otherwise: with nothing to read, or only a one-element scale. */
+static void store_unroll(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g = gemm_graph(NULL, DNNJIT_DATA_TYPE_BFLOAT16, DNNJIT_DATA_TYPE_FLOAT,
+                                  (shape_t){256, 256, 256, 2, false, false, false, 0});
+    assert_true(check_store_unroll(g, 2) > 0);
+    dnnjit_graph_destroy(g);
+    g = batched_class_graph(100 * 133, 256);
+    assert_true(check_store_unroll(g, 1) > 0);
+    dnnjit_graph_destroy(g);
+    g = fp8_graph(NULL, DNNJIT_DATA_TYPE_FP8_E4M3, DNNJIT_DATA_TYPE_FP8_E4M3, 256, 256, 512, DNNJIT_DATA_TYPE_FLOAT);
+    assert_true(check_store_unroll(g, 1) > 0);
+    dnnjit_graph_destroy(g);
+}
+
 /* On sm_90a, mode A puts the engine first for big problems and the sm_80 engine first for
  * tiny ones (seed 000's shape), with this engine's plans next; on sm_80 it has none. */
 static void heuristics(void **state)
@@ -1340,6 +1384,7 @@ int main(void)
         cmocka_unit_test(tensor_maps),
         cmocka_unit_test(cluster_knobs),
         cmocka_unit_test(heuristics),
+        cmocka_unit_test(store_unroll),
         cmocka_unit_test(serialize_round_trip),
         cmocka_unit_test(sass_has_hgmma_and_utmaldg),
         cmocka_unit_test(every_knob_compiles),

@@ -1197,6 +1197,24 @@ static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p, bool a_
         dnnjit__sb_append(sb, "\"l\"(desc_a), \"l\"(desc_b), \"l\"(step_a), \"l\"(step_b), \"r\"(accumulate));\n}\n");
 }
 
+/* Whether the group's fused expressions read a tensor of more than one element besides the
+ * matmul's operands (a bias, a residual): the TMA-store epilogue then computes two boxes a
+ * turn (gemm_wgmma.cuh's DJ_STORE_UNROLL). A one-element tensor, such as fp8's scale, is
+ * the same load for every output, and on the H200 8192^3 fp8 ran no faster for it. */
+static bool epilogue_reads(dnnjit_graph_t g, const dnnjit__group_t *grp, const problem_t *p)
+{
+    for (int64_t i = 0; i < grp->input_count; i++) {
+        dnnjit_tensor_t id = grp->inputs[i];
+        const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
+        if (id == p->mm->in[0] || id == p->mm->in[1] || t->is_pass_by_value)
+            continue;
+        for (int d = 0; d < t->ndim; d++)
+            if (t->dim[d] > 1)
+                return true;
+    }
+    return false;
+}
+
 static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t *part, const dnnjit__group_t *grp,
                                      int knob, dnnjit__kernel_t *k)
 {
@@ -1240,6 +1258,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "using DjOut = %s;\nconstexpr int DJ_C_RANK = %d, DJ_OUT_BOXES = %d;\n",
                       kn.tma_store ? dnnjit__cuda_type(p.out.t->resolved_type) : "dj_half",
                       kn.tma_store ? 2 + p.out.batch_axes : 2, kn.tma_store ? out_boxes(&kn) : 1);
+    dnnjit__sb_printf(&sb, "constexpr int DJ_STORE_UNROLL = %d;\n", kn.tma_store && epilogue_reads(g, grp, &p) ? 2 : 1);
     dnnjit__sb_printf(&sb, "#define DJ_STORE_MAP_PARAM %s\n#define DJ_STORE_MAP %s\n",
                       kn.tma_store ? ", const __grid_constant__ DjTensorMap map_c" : "",
                       kn.tma_store ? "&map_c" : "nullptr");
