@@ -1206,11 +1206,8 @@ static bool epilogue_reads(dnnjit_graph_t g, const dnnjit__group_t *grp, const p
     for (int64_t i = 0; i < grp->input_count; i++) {
         dnnjit_tensor_t id = grp->inputs[i];
         const dnnjit__tensor_t *t = dnnjit__tensor(g, id);
-        if (id == p->mm->in[0] || id == p->mm->in[1] || t->is_pass_by_value)
-            continue;
-        for (int d = 0; d < t->ndim; d++)
-            if (t->dim[d] > 1)
-                return true;
+        if (id != p->mm->in[0] && id != p->mm->in[1] && !t->is_pass_by_value && dnnjit__numel(t->ndim, t->dim) > 1)
+            return true;
     }
     return false;
 }
