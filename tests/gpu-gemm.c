@@ -3,7 +3,7 @@
  * data with poisoned outputs: fp16, bf16 and fp32 inputs; odd sizes; A and B in row- and
  * column-major order, padded and unaligned leading dimensions; broadcast batches; fused
  * epilogues; operands computed by fused pointwise prologues, in modes A, B and FALLBACK;
- * inputs of two types (multiplied in fp32).
+ * inputs of two types (multiplied in fp32); every knob of the skinny kernel.
  * Plans noted REDUCED_PRECISION (TF32) are held to 1e-3. Skipped (77) without a GPU. */
 #include "gpu_util.h"
 
@@ -110,8 +110,9 @@ static dnnjit_graph_t build_case(const gemm_case_t *c, prologue_t pro, operand_t
 }
 
 /* Runs the case's plans (the first `limit` of those modes A and B list, or all when limit
- * is 0); returns how many were tensor-core GEMM plans. */
-static int run_case(const gemm_case_t *c, prologue_t pro, operand_types_t types, int64_t limit)
+ * is 0; with `prefix`, only the plans whose name starts with it); returns how many of those
+ * run were tensor-core GEMM plans. */
+static int run_case(const gemm_case_t *c, prologue_t pro, operand_types_t types, int64_t limit, const char *prefix)
 {
     static uint64_t rng = 0x243f6a8885a308d3ull;
     static const dnnjit_heur_mode_t modes[] = {DNNJIT_HEUR_MODE_A, DNNJIT_HEUR_MODE_B};
@@ -124,6 +125,10 @@ static int run_case(const gemm_case_t *c, prologue_t pro, operand_types_t types,
         char *name = NULL;
         uint32_t notes = 0;
         TU_OK(dnnjit_graph_get_plan_name(g, p, &name));
+        if (prefix && strncmp(name, prefix, strlen(prefix)) != 0) {
+            dnnjit_free(name);
+            continue;
+        }
         TU_OK(dnnjit_graph_get_plan_behavior_notes(g, p, &notes));
         TU_OK(dnnjit_graph_build_plan_at_index(g, p));
         double tol = notes & DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION ? 1e-3 : tu_tolerance(c->io);
@@ -145,9 +150,11 @@ static int run_case(const gemm_case_t *c, prologue_t pro, operand_types_t types,
  * others the first few, as compiling each plan takes a while. */
 static void run_all(const gemm_case_t *cases, size_t count)
 {
-    for (size_t i = 0; i < count; i++)
-        if (run_case(&cases[i], NO_PROLOGUE, IO_TYPES, strncmp(cases[i].label, "every knob", 10) == 0 ? 0 : 4) == 0)
+    for (size_t i = 0; i < count; i++) {
+        int64_t limit = strncmp(cases[i].label, "every knob", 10) == 0 ? 0 : 4;
+        if (run_case(&cases[i], NO_PROLOGUE, IO_TYPES, limit, NULL) == 0)
             fail_msg("%s: no tensor-core GEMM plan was offered", cases[i].label);
+    }
 }
 
 /* Each "every knob" shape is a case of its own: compiling its 40 to 75 plans is most of
@@ -267,7 +274,7 @@ static void prologues(void **state)
 {
     (void)state;
     for (size_t i = 0; i < PROLOGUE_CASE_COUNT; i++)
-        if (run_case(&prologue_cases[i].gemm, prologue_cases[i].prologue, IO_TYPES, 4) == 0)
+        if (run_case(&prologue_cases[i].gemm, prologue_cases[i].prologue, IO_TYPES, 4, NULL) == 0)
             fail_msg("%s: no tensor-core GEMM plan was offered", prologue_cases[i].gemm.label);
 }
 
@@ -305,8 +312,26 @@ static void mixed_types(void **state)
          {0, DNNJIT_DATA_TYPE_FLOAT}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (run_case(&cases[i].gemm, NO_PROLOGUE, cases[i].types, 4) == 0)
+        if (run_case(&cases[i].gemm, NO_PROLOGUE, cases[i].types, 4, NULL) == 0)
             fail_msg("%s: no tensor-core GEMM plan was offered", cases[i].gemm.label);
+}
+
+/* The skinny kernel (at most 16 rows of A, both operands K-contiguous), every knob: one row
+ * of a long K with a bias and relu, 7 rows of an odd N over a batch of 3 against one B, 16
+ * rows of a K of 8 from rows padded to 16 elements, 13 rows of an N one past a multiple of 8
+ * in half with a row bias and a residual. */
+static void skinny_every_knob(void **state)
+{
+    (void)state;
+    static const gemm_case_t cases[] = {
+        {"skinny 1x1000x4104 bf16", DNNJIT_DATA_TYPE_BFLOAT16, 1, 1, 1, 1000, 4104, ROW, COL, TU_BIAS_RELU},
+        {"skinny 3x7x77x1000 half bcast B", DNNJIT_DATA_TYPE_HALF, 3, 1, 7, 77, 1000, ROW, COL, TU_PLAIN},
+        {"skinny 2x16x300x8 bf16 padded A", DNNJIT_DATA_TYPE_BFLOAT16, 2, 2, 16, 300, 8, ROW_PADDED, COL,
+         TU_BIAS_RELU},
+        {"skinny 13x4097x1040 half", DNNJIT_DATA_TYPE_HALF, 1, 1, 13, 4097, 1040, ROW, COL, TU_ROW_BIAS_RESIDUAL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(run_case(&cases[i], NO_PROLOGUE, IO_TYPES, 0, "gemm_skinny_"), 6);
 }
 
 /* A 4-D batch: A [2, 3, M, K] against B [2, 1, K, N] (B broadcast along the second axis). */
@@ -339,6 +364,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(every_knob_float_whole),
         cmocka_unit_test(float_inputs),
         cmocka_unit_test(four_d_batch),
+        cmocka_unit_test(skinny_every_knob),
         cmocka_unit_test(prologues),
         cmocka_unit_test(prologues_fallback),
         cmocka_unit_test(mixed_types),

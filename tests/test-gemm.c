@@ -67,9 +67,11 @@ static int check_knobs(dnnjit_graph_t g, bool all_knobs)
         TU_OK(engine->generate(g, &p, grp, knob, &k2));
         assert_string_equal(k1.source, k2.source);
         assert_true(engine->cost(g, grp, knob) > 0);
-        assert_true(k1.shared_bytes > 0 && k1.block[0] % 32 == 0);
         char name[64];
         engine->knob_name(knob, name, sizeof name);
+        /* The skinny kernel's shared memory is static; the tiled ones ask for theirs. */
+        bool skinny = strncmp(name, "skinny_", 7) == 0;
+        assert_true((skinny ? k1.shared_bytes == 0 : k1.shared_bytes > 0) && k1.block[0] % 32 == 0);
         bool split = strstr(name, "splitk") != NULL;
         if (!split || !split_compiled)
             compile_for(&k1, "sm_90a");
@@ -406,7 +408,7 @@ static void plan_shape(const char *name, int *bm, int *bn, int *split)
         assert_int_equal(sscanf(at, "_splitk%d", split), 1);
 }
 
-/* The first plan of the sm_80 engine in g's plan list (made beforehand), or NULL. */
+/* The first tiled plan of the sm_80 engine in g's plan list (made beforehand), or NULL. */
 static char *first_sm80_plan(dnnjit_graph_t g)
 {
     int64_t count = 0;
@@ -414,7 +416,8 @@ static char *first_sm80_plan(dnnjit_graph_t g)
     for (int64_t p = 0; p < count; p++) {
         char *name = NULL;
         TU_OK(dnnjit_graph_get_plan_name(g, p, &name));
-        if (strncmp(name, "gemm_", 5) == 0 && strncmp(name, "gemm_sm90_", 10) != 0)
+        if (strncmp(name, "gemm_", 5) == 0 && strncmp(name, "gemm_sm90_", 10) != 0 &&
+            strncmp(name, "gemm_skinny_", 12) != 0)
             return name;
         dnnjit_free(name);
     }
@@ -427,9 +430,11 @@ static char *first_sm80_plan(dnnjit_graph_t g)
  * tile rows: the smallest tile (32 rows) where M <= 16, a tile whose rows divide M = 128; the
  * K of 14336 split so that the CTAs walk a quarter of it or less, K = 4096 whole (16x4096x4096
  * measured 24.3 µs whole, faster than cuBLAS; the big tiles split 8 ways measured 99 to 172
- * µs on these shapes). The sm_90 engine defers where its 128x128 tiles are fewer than half
- * of the 132 SMs and K is short (below 1024), which none of these has: its plans are mode
- * A's first on all of them, split-K where N = 4096 leaves its tiles a quarter of the SMs
+ * µs on these shapes). The skinny kernel's plans rank first where A and B fit in L2 (N = K =
+ * 4096 at 1 and 16 rows): the sm_90 engine defers to them. Elsewhere it defers where its
+ * 128x128 tiles are fewer than half of the 132 SMs and K is short (below 1024), which none
+ * of these has: its plans are mode A's first on the rest, split-K where N = 4096 leaves its
+ * tiles a quarter of the SMs
  * (32 or 16 tiles), whole where N = 14336 and 128 rows fill 112 SMs; where N = 14336 and M
  * is 16 or less, clusters of two with TMA stores (on the H200, 33.3 us at M = 1 against 35.1
  * split two ways, and 33.8 at M = 16 against 34.1 on 128x128 tiles). */
@@ -443,10 +448,13 @@ static void few_rows_heuristics(void **state)
         int max_bm;                /* the tile rows at most */
         int min_split, max_split;  /* the split-K factor */
         int sm90_split;            /* whether the sm_90 plan first is split-K (-1: either) */
+        bool skinny;               /* whether the skinny kernel's first plan is mode A's first */
     } linear[] = {
-        {1, 4096, 4096, 32, 1, 1, 1},     {16, 4096, 4096, 32, 1, 1, 1},   {128, 4096, 4096, 128, 1, 1, 1},
-        {1, 14336, 4096, 32, 1, 1, -1},   {16, 14336, 4096, 32, 1, 1, -1}, {128, 14336, 4096, 128, 1, 1, 0},
-        {1, 4096, 14336, 32, 4, 8, 1},    {16, 4096, 14336, 32, 4, 8, 1},  {128, 4096, 14336, 128, 2, 4, 1},
+        {1, 4096, 4096, 32, 1, 1, 1, true},      {16, 4096, 4096, 32, 1, 1, 1, true},
+        {128, 4096, 4096, 128, 1, 1, 1, false},  {1, 14336, 4096, 32, 1, 1, -1, false},
+        {16, 14336, 4096, 32, 1, 1, -1, false},  {128, 14336, 4096, 128, 1, 1, 0, false},
+        {1, 4096, 14336, 32, 4, 8, 1, false},    {16, 4096, 14336, 32, 4, 8, 1, false},
+        {128, 4096, 14336, 128, 2, 4, 1, false},
     };
     for (size_t i = 0; i < sizeof linear / sizeof linear[0]; i++) {
         int64_t m = linear[i].m, n = linear[i].n, k = linear[i].k;
@@ -463,12 +471,16 @@ static void few_rows_heuristics(void **state)
                      sm80);
         /* Split or not, the CTAs cover three quarters of the SMs at least. */
         assert_true((n + bn - 1) / bn * ((m + bm - 1) / bm) * split >= 132 * 3 / 4);
-        assert_int_equal(strncmp(first, "gemm_sm90_", 10), 0);
-        if (linear[i].sm90_split >= 0)
-            assert_int_equal(strstr(first, "_splitk") != NULL, linear[i].sm90_split);
-        if (n == 14336 && m <= 16 && strstr(first, "_tmastore_mc2") == NULL)
-            fail_msg("linear_%lldx%lldx%lld: mode A chose %s, not clusters with TMA stores", (long long)m,
-                     (long long)n, (long long)k, first);
+        if (linear[i].skinny) {
+            assert_string_equal(first, "gemm_skinny_w8_l2");
+        } else {
+            assert_int_equal(strncmp(first, "gemm_sm90_", 10), 0);
+            if (linear[i].sm90_split >= 0)
+                assert_int_equal(strstr(first, "_splitk") != NULL, linear[i].sm90_split);
+            if (n == 14336 && m <= 16 && strstr(first, "_tmastore_mc2") == NULL)
+                fail_msg("linear_%lldx%lldx%lld: mode A chose %s, not clusters with TMA stores", (long long)m,
+                         (long long)n, (long long)k, first);
+        }
         dnnjit_free(first);
         dnnjit_free(sm80);
         dnnjit_graph_destroy(g);
@@ -527,6 +539,64 @@ static void few_rows_heuristics(void **state)
     dnnjit_handle_destroy(h);
 }
 
+/* The skinny kernel: each of its knobs on 13 rows of a K-contiguous B (N one past a multiple
+ * of 8, K not a multiple of 32) generated to the same bytes and compiled for sm_80 and
+ * sm_90a, launched as one CTA per 8 columns; and what it refuses, in words: more than 16
+ * rows, B with N contiguous, a K that is no multiple of 8 (a row each of A and B), rows that
+ * are no 16-byte multiple apart, FLOAT inputs. */
+static void skinny_knobs(void **state)
+{
+    (void)state;
+    dnnjit_graph_t g =
+        gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){13, 4097, 1040, 1, false, true});
+    dnnjit__partition_t p;
+    TU_OK(dnnjit__partition(g, &p));
+    int taken = 0;
+    for (int knob = 0; knob < engine->knob_count; knob++) {
+        char name[64];
+        engine->knob_name(knob, name, sizeof name);
+        if (strncmp(name, "skinny_", 7) != 0)
+            continue;
+        assert_true(engine->supports(g, &p.groups[0], knob, "sm_80", NULL, 0));
+        dnnjit__kernel_t k1, k2;
+        TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k1));
+        TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k2));
+        assert_string_equal(k1.source, k2.source);
+        assert_string_equal(k1.entry, "dj_gemm_skinny");
+        assert_int_equal(k1.grid[0], (4097 + 7) / 8);
+        compile_for(&k1, "sm_80");
+        compile_for(&k1, "sm_90a");
+        dnnjit__kernel_free(&k1);
+        dnnjit__kernel_free(&k2);
+        taken++;
+    }
+    assert_int_equal(taken, 6);
+    dnnjit__partition_free(&p);
+    dnnjit_graph_destroy(g);
+
+    static const struct {
+        shape_t shape;
+        dnnjit_data_type_t io;
+        const char *why;
+    } refused[] = {
+        {{17, 4096, 4096, 1, false, true}, DNNJIT_DATA_TYPE_BFLOAT16, "at most 16 rows"},
+        {{8, 4096, 4096, 1, false, false}, DNNJIT_DATA_TYPE_BFLOAT16, "K axis contiguous"},
+        {{1, 1, 1004, 1, false, true}, DNNJIT_DATA_TYPE_BFLOAT16, "a multiple of 8"},
+        {{8, 4096, 1004, 1, false, true}, DNNJIT_DATA_TYPE_BFLOAT16, "16-byte multiples apart"},
+        {{8, 4096, 4096, 1, false, true}, DNNJIT_DATA_TYPE_FLOAT, "HALF or BFLOAT16"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        g = gemm_graph(NULL, refused[i].io, DNNJIT_DATA_TYPE_FLOAT, refused[i].shape);
+        TU_OK(dnnjit__partition(g, &p));
+        char why[256] = "";
+        assert_false(engine->supports(g, &p.groups[0], engine->knob_count - 1, "sm_90a", why, sizeof why));
+        if (!strstr(why, refused[i].why))
+            fail_msg("case %zu: refused with \"%s\", not for \"%s\"", i, why, refused[i].why);
+        dnnjit__partition_free(&p);
+        dnnjit_graph_destroy(g);
+    }
+}
+
 /* A split-K plan needs workspace for its partial sums; building it (deviceless) makes
  * get_workspace_size say so. */
 static void split_k_workspace(void **state)
@@ -565,6 +635,7 @@ int main(void)
         cmocka_unit_test(heuristics),
         cmocka_unit_test(few_rows_heuristics),
         cmocka_unit_test(split_k_workspace),
+        cmocka_unit_test(skinny_knobs),
         cmocka_unit_test(every_operand_order),
         cmocka_unit_test(occupancy_knob),
         cmocka_unit_test(prologue_every_type),

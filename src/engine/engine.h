@@ -132,6 +132,11 @@ typedef struct dnnjit__engine {
 
 void dnnjit__kernel_free(dnnjit__kernel_t *k);
 
+/* Whether mode A ranks the gemm engine's skinny plans (gemm.c: a linear layer on at most 16
+ * tokens) before every tiled GEMM plan, so that the sm_90 engine defers its own for the
+ * group. */
+bool dnnjit__gemm_skinny_first(dnnjit_graph_t g, const dnnjit__group_t *grp);
+
 /* The NVRTC options a build compiles kernel k with (its one extra option), filled in
  * *storage, or NULL when it has none. */
 struct dnnjit__compile_options;

@@ -6,7 +6,9 @@
  * different types as fp32, the 16-bit one widened as its tiles are filled. Each operand is
  * read in the stride order it has in memory, so transposes cost nothing; sizes, strides and
  * the batch layout are compiled in. Knobs: CTA and warp tiles with pipeline depth and CTAs per SM,
- * split-K, and the fp32 mode. */
+ * split-K, and the fp32 mode; and for problems of at most 16 rows whose operands both keep K
+ * contiguous (a linear layer on a few tokens), the skinny kernel (src/kernels/gemm_skinny.cuh),
+ * which streams B into the tensor cores' fragments without shared-memory tiles. */
 #include "engine/engine.h"
 
 #include "codegen/codegen.h"
@@ -35,9 +37,23 @@ static const tile_shape_t TILES[] = {
 };
 static const int SPLITS[] = {1, 2, 4, 8};
 
+/* The skinny kernel's knobs: warps splitting K in a CTA, and 16-byte loads of B in flight per
+ * thread. Mode A takes the first: a prototype on the H200 (bf16, 2 to 16 warps by 1 to 8
+ * loads, timed back to back on the same weights) ran 8 warps of 2 loads within 8% of the
+ * fastest pair on 1x4096x4096 (7.5 us) and 16x4096x4096 (10.1). */
+typedef struct skinny_shape {
+    int warps, loads;
+} skinny_shape_t;
+static const skinny_shape_t SKINNY[] = {{8, 2}, {16, 4}, {8, 4}, {16, 2}, {8, 8}, {16, 8}};
+
 enum {
     TILE_COUNT = sizeof TILES / sizeof TILES[0],
     SPLIT_COUNT = sizeof SPLITS / sizeof SPLITS[0],
+    /* The tiled knobs (each tile, split and fp32 mode), then the skinny ones. */
+    TILED_KNOBS = TILE_COUNT * SPLIT_COUNT * 2,
+    SKINNY_KNOBS = sizeof SKINNY / sizeof SKINNY[0],
+    /* The most rows of A the skinny kernel takes: one m16n8k16 fragment's. */
+    SKINNY_MAX_M = 16,
     /* The streaming multiprocessors of an H200-class device, for the heuristics. */
     SM_COUNT = 132,
     /* Thread-block rows of tiles walked together (L2 locality). */
@@ -60,12 +76,15 @@ typedef enum kind { KIND_F16, KIND_BF16, KIND_TF32, KIND_F32X3 } kind_t;
 typedef struct knob {
     tile_shape_t tile;
     int split;
-    bool tf32; /* fp32 inputs: one TF32 product instead of three */
+    bool tf32;             /* fp32 inputs: one TF32 product instead of three */
+    skinny_shape_t skinny; /* the skinny kernel's knobs (warps 0: a tiled knob) */
 } knob_t;
 
 static knob_t decode(int knob)
 {
-    return (knob_t){TILES[knob / 2 / SPLIT_COUNT], SPLITS[knob / 2 % SPLIT_COUNT], knob % 2 == 1};
+    if (knob >= TILED_KNOBS)
+        return (knob_t){.skinny = SKINNY[knob - TILED_KNOBS]};
+    return (knob_t){TILES[knob / 2 / SPLIT_COUNT], SPLITS[knob / 2 % SPLIT_COUNT], knob % 2 == 1, {0, 0}};
 }
 
 /* One operand seen as a [rows, K] matrix (A: rows = M; B: rows = N), batched over C's
@@ -405,6 +424,52 @@ static double plan_us(const problem_t *p, const knob_t *kn)
     return LAUNCH_US + main_loops_us(p, kn) + split_tail_us(p, kn);
 }
 
+/* Mode B for the skinny kernel: each warp walks its share of K's 32-element chunks with
+ * `loads` of them in flight, a round trip per turn, in rounds of the CTAs the SMs hold (by
+ * threads); no shorter than DRAM's bandwidth allows. */
+static double skinny_us(const problem_t *p, const knob_t *kn)
+{
+    int64_t chunks = ceil_div(ceil_div(p->k, 32), kn->skinny.warps);
+    int64_t ctas = p->batch * ceil_div(p->n, 8), resident = 2048 / (32 * kn->skinny.warps);
+    double walk = (double)(ceil_div(ctas, SM_COUNT * resident) * ceil_div(chunks, kn->skinny.loads)) * LATENCY_US;
+    double bound = dram_bytes(p) / DRAM_BYTES_PER_US;
+    return LAUNCH_US + (walk > bound ? walk : bound);
+}
+
+/* Why the skinny kernel cannot run the problem, or NULL when it can: it takes at most 16 rows
+ * of 16-bit A and B of one type, both with K contiguous and their rows (and batch entries)
+ * 16-byte multiples apart, read from memory (no prologue), K a multiple of 8. */
+static const char *skinny_refusal(const problem_t *p)
+{
+    if (p->kind != KIND_F16 && p->kind != KIND_BF16)
+        return "the skinny kernel takes HALF or BFLOAT16 inputs of one type";
+    if (p->m > SKINNY_MAX_M)
+        return "the skinny kernel takes at most 16 rows of A";
+    if (p->a.sk != 1 || p->b.sk != 1)
+        return "the skinny kernel takes A and B with their K axis contiguous (B an nn.Linear weight [N, K])";
+    if (p->a.by_element || p->b.by_element)
+        return "the skinny kernel loads A and B from memory in 16-byte pieces: their rows and batch entries must be "
+               "16-byte multiples apart, and neither computed by a prologue";
+    if (p->k % 8 != 0)
+        return "the skinny kernel takes K in whole 16-byte pieces (a multiple of 8)";
+    if (p->batch > MAX_GRID_Y)
+        return "the skinny kernel's batch rides on the grid's 65535 rows";
+    return NULL;
+}
+
+/* Mode A: whether the skinny kernel's plans rank before every tiled plan of either engine
+ * (gemm_sm90.c defers to them): where A and B fit in L2 together, which calls after the first
+ * read them from. There, on the H200 (mode A's plans in turns with those of 19e7609, the
+ * commit before the kernel, calls back to back), 1x4096x4096 bf16 took 8.3 us against 15.3
+ * for the sm_90 engine's 128x128 tiles split four ways, and 16x4096x4096 9.1 against 14.4.
+ * Streaming B from DRAM it is slower than the sm_90 engine's TMA pipelines: 44.6 us on
+ * 1x14336x4096 against 33.2, 53.5 on 1x4096x14336 against 37.1, 40.6 on 8x14336x4096
+ * against 33.5. */
+static bool skinny_first(const problem_t *p)
+{
+    return !skinny_refusal(p) && operand_bytes(p) <= L2_BYTES;
+}
+
 /* The time no plan beats: every SM's tensor cores busy on the useful products, or DRAM
  * streaming the operands, whichever takes longer. */
 static double ideal_us(const problem_t *p, bool tf32)
@@ -427,6 +492,10 @@ static bool gemm_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     if (!describe(g, grp, &p, &reason)) {
     } else if (sm < 80) {
         reason = "mma.sync with bf16 and cp.async need sm_80 or later";
+    } else if (kn.skinny.warps) {
+        reason = skinny_refusal(&p);
+        if (!reason && !dnnjit__kernel_assign_slots(g, grp, &slots))
+            reason = "the group touches more tensors or scalars than a kernel takes";
     } else if (kn.tf32 && p.kind != KIND_F32X3) {
         reason = "the TF32 knob applies to FLOAT inputs only";
     } else if (p.kind == KIND_F32X3 && !kn.tf32 && kn.tile.wm * kn.tile.wn > 32 * 64) {
@@ -464,6 +533,10 @@ static bool gemm_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
 static void gemm_knob_name(int knob, char *buf, size_t size)
 {
     knob_t kn = decode(knob);
+    if (kn.skinny.warps) {
+        snprintf(buf, size, "skinny_w%d_l%d", kn.skinny.warps, kn.skinny.loads);
+        return;
+    }
     char split[24] = "";
     if (kn.split > 1)
         snprintf(split, sizeof split, "_splitk%d", kn.split);
@@ -481,7 +554,7 @@ static double gemm_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &p, &why))
         return 1e30;
-    return plan_us(&p, &kn);
+    return kn.skinny.warps ? skinny_us(&p, &kn) : plan_us(&p, &kn);
 }
 
 /* Mode A's rule (plan.c ranks the TF32 knobs, noted REDUCED_PRECISION, after the exact
@@ -494,7 +567,8 @@ static double gemm_cost(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
  * K tiles of 64 on 16x4096x4096); the padding past the matrix's edge then decides, a tenth
  * as much per doubling of the multiplied area, so the tile that wastes the fewest rows on a
  * small M (or columns on a small N) wins; then the larger tile (the order of TILES), then
- * the smaller split. */
+ * the smaller split. The skinny knobs, in the order of SKINNY, rank before all of them where
+ * skinny_first says so, and after all of them elsewhere. */
 static double gemm_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
     problem_t p;
@@ -502,6 +576,8 @@ static double gemm_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
     knob_t kn = decode(knob);
     if (!describe(g, grp, &p, &why))
         return 1e30;
+    if (kn.skinny.warps)
+        return (skinny_first(&p) ? -1e6 : 1e6) + (knob - TILED_KNOBS);
     int tile_index = knob / 2 / SPLIT_COUNT;
     double slowdown = log2(plan_us(&p, &kn) / ideal_us(&p, kn.tf32));
     double padding = log2((double)tiles_of(&p, &kn) * kn.tile.bm * kn.tile.bn / ((double)p.m * (double)p.n));
@@ -511,6 +587,13 @@ static double gemm_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 static uint32_t gemm_notes(int knob)
 {
     return decode(knob).tf32 ? DNNJIT_BEHAVIOR_NOTE_REDUCED_PRECISION : 0;
+}
+
+bool dnnjit__gemm_skinny_first(dnnjit_graph_t g, const dnnjit__group_t *grp)
+{
+    problem_t p;
+    const char *why;
+    return describe(g, grp, &p, &why) && skinny_first(&p);
 }
 
 static void emit_batch_offset(dnnjit__strbuf_t *sb, const char *name, const operand_t *o)
@@ -566,12 +649,18 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "typedef %s dj_ta;\ntypedef %s dj_tb;\ntypedef %s dj_ma;\ntypedef %s dj_mb;\n", tile_type,
                       tile_type, dnnjit__cuda_type(p.a.t->resolved_type), dnnjit__cuda_type(p.b.t->resolved_type));
     dnnjit__sb_printf(&sb, "constexpr int DJ_KIND = %d;\n", (int)kind);
-    dnnjit__sb_printf(&sb,
-                      "constexpr int DJ_BM = %d, DJ_BN = %d, DJ_BK = %d, DJ_WM = %d, DJ_WN = %d, DJ_STAGES = %d, "
-                      "DJ_SPLITK = %d, DJ_GROUP_M = %d, DJ_MIN_BLOCKS = %d;\n",
-                      kn.tile.bm, kn.tile.bn, bk, kn.tile.wm, kn.tile.wn, kn.tile.stages, kn.split, GROUP_M,
-                      kn.tile.min_blocks);
-    dnnjit__sb_printf(&sb, "constexpr int DJ_EPI_ROWS = %d, DJ_EPI_PITCH = %d;\n", EPI_ROWS, kn.tile.wn + EPI_PAD);
+    if (kn.skinny.warps) {
+        dnnjit__sb_printf(&sb, "constexpr int DJ_SKINNY_KS = %d, DJ_SKINNY_U = %d;\n", kn.skinny.warps,
+                          kn.skinny.loads);
+    } else {
+        dnnjit__sb_printf(&sb,
+                          "constexpr int DJ_BM = %d, DJ_BN = %d, DJ_BK = %d, DJ_WM = %d, DJ_WN = %d, DJ_STAGES = %d, "
+                          "DJ_SPLITK = %d, DJ_GROUP_M = %d, DJ_MIN_BLOCKS = %d;\n",
+                          kn.tile.bm, kn.tile.bn, bk, kn.tile.wm, kn.tile.wn, kn.tile.stages, kn.split, GROUP_M,
+                          kn.tile.min_blocks);
+        dnnjit__sb_printf(&sb, "constexpr int DJ_EPI_ROWS = %d, DJ_EPI_PITCH = %d;\n", EPI_ROWS,
+                          kn.tile.wn + EPI_PAD);
+    }
     dnnjit__sb_printf(&sb,
                       "constexpr dj_i64 DJ_M = %lldLL, DJ_N = %lldLL, DJ_K = %lldLL, DJ_BATCH = %lldLL;\n",
                       (long long)p.m, (long long)p.n, (long long)p.k, (long long)p.batch);
@@ -585,30 +674,40 @@ static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t
     }
     dnnjit__sb_printf(&sb, "constexpr int DJ_SCRATCH_SLOT = %d;\nconstexpr dj_i64 DJ_SCRATCH_COUNTERS = %lldLL;\n\n",
                       k->scratch_slot, (long long)(kn.split > 1 ? scratch_counters(&p, &kn) : 0));
-    /* The kernel calls dj_epilogue from one rolled loop (see its staged epilogue). */
+    /* The tiled kernel calls dj_epilogue from one rolled loop (see its staged epilogue), the
+     * skinny one from two places for one pair of columns each. */
     dnnjit__sb_append(&sb, "#define DJ_EPILOGUE_INLINING __forceinline__\n");
     dnnjit__emit_group_element(&sb, g, grp, k, p.c, p.mm->out[0], DNNJIT__ELEMENT_AT_COORDS);
     for (int slot = 0; slot < 2; slot++)
         if (prologue[slot])
             dnnjit__emit_prologue(&sb, g, grp, k, slot, DNNJIT__ELEMENT_AT_COORDS);
-    dnnjit__sb_append(&sb, dnnjit__template("gemm_mma.cuh"));
+    dnnjit__sb_append(&sb, dnnjit__template(kn.skinny.warps ? "gemm_skinny.cuh" : "gemm_mma.cuh"));
     k->source = dnnjit__sb_take(&sb);
     if (!k->source)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "gemm engine: out of memory generating source");
-    snprintf(k->entry, sizeof k->entry, "dj_gemm");
-    k->grid[0] = (unsigned)tiles_of(&p, &kn);
-    k->grid[1] = (unsigned)(p.batch * kn.split);
+    if (kn.skinny.warps) {
+        /* One CTA per 8 columns of C and batch entry; its shared memory is static. */
+        snprintf(k->entry, sizeof k->entry, "dj_gemm_skinny");
+        k->grid[0] = (unsigned)ceil_div(p.n, 8);
+        k->grid[1] = (unsigned)p.batch;
+        k->block[0] = (unsigned)(32 * kn.skinny.warps);
+        k->shared_bytes = 0;
+    } else {
+        snprintf(k->entry, sizeof k->entry, "dj_gemm");
+        k->grid[0] = (unsigned)tiles_of(&p, &kn);
+        k->grid[1] = (unsigned)(p.batch * kn.split);
+        k->block[0] = (unsigned)threads_of(&kn);
+        k->shared_bytes = (unsigned)smem_bytes(&p, &kn);
+    }
     k->grid[2] = 1;
-    k->block[0] = (unsigned)threads_of(&kn);
     k->block[1] = k->block[2] = 1;
-    k->shared_bytes = (unsigned)smem_bytes(&p, &kn);
     k->compile_option = DNNJIT__PTXAS_O2;
     return DNNJIT_STATUS_SUCCESS;
 }
 
 const dnnjit__engine_t dnnjit__engine_gemm = {
     .name = "gemm",
-    .knob_count = TILE_COUNT * SPLIT_COUNT * 2,
+    .knob_count = TILED_KNOBS + SKINNY_KNOBS,
     .supports = gemm_supports,
     .knob_name = gemm_knob_name,
     .cost = gemm_cost,

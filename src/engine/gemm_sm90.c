@@ -1059,9 +1059,12 @@ static double sm90_rule(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
  * best, 16x4096x14336 36.8 against 56.8). None of this holds for operands
  * this engine stages (strides TMA cannot take), which the sm_80 engine loads element by
  * element: 1000x77x1000 (B's rows 154 bytes apart) took 66.8 us there on 32x32 tiles, and
- * 36.9 here on eight 128x128 ones. */
+ * 36.9 here on eight 128x128 ones. Where the sm_80 engine's skinny plans rank first
+ * (dnnjit__gemm_skinny_first), this engine's follow them. */
 static bool sm90_defer(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob)
 {
+    if (dnnjit__gemm_skinny_first(g, grp))
+        return true;
     problem_t p;
     char why[200];
     knob_t narrow = {128, 4, false, false, 1, 1, false, decode(knob).tf32, false, false};
