@@ -426,13 +426,17 @@ static double plan_us(const problem_t *p, const knob_t *kn)
 
 /* Mode B for the skinny kernel: each warp walks its share of K's 32-element chunks with
  * `loads` of them in flight, a round trip per turn, in rounds of the CTAs the SMs hold (by
- * threads); no shorter than DRAM's bandwidth allows. */
+ * threads); no shorter than the operands' bytes take at the rate it reached on the H200:
+ * from L2 about DRAM_BYTES_PER_US (16x4096x4096, 34 MB, in 9.1 us), from DRAM
+ * SKINNY_DRAM_BYTES_PER_US (1x14336x4096, 117 MB, in 44.6 us; see skinny_first). */
+#define SKINNY_DRAM_BYTES_PER_US 2.6e6
 static double skinny_us(const problem_t *p, const knob_t *kn)
 {
     int64_t chunks = ceil_div(ceil_div(p->k, 32), kn->skinny.warps);
     int64_t ctas = p->batch * ceil_div(p->n, 8), resident = 2048 / (32 * kn->skinny.warps);
     double walk = (double)(ceil_div(ctas, SM_COUNT * resident) * ceil_div(chunks, kn->skinny.loads)) * LATENCY_US;
-    double bound = dram_bytes(p) / DRAM_BYTES_PER_US;
+    double rate = operand_bytes(p) <= L2_BYTES ? DRAM_BYTES_PER_US : SKINNY_DRAM_BYTES_PER_US;
+    double bound = dram_bytes(p) / rate;
     return LAUNCH_US + (walk > bound ? walk : bound);
 }
 
