@@ -46,11 +46,13 @@ static void compile_for(const dnnjit__kernel_t *k, const char *arch)
     tu_compile_kernel(k, arch, NULL, NULL);
 }
 
-/* Every knob the engine takes for the graph's one group: generated twice to the same bytes
- * and compiled for sm_80 (when it fits there) and sm_90a; split-K knobs differ from their
- * unsplit twins in constants only, so one of them is compiled, for sm_90a. With all_knobs
- * false, only the first knob. Returns how many knobs were taken. */
-static int check_knobs(dnnjit_graph_t g, bool all_knobs)
+/* Every knob the engine takes for the graph's one group (with `prefix`, those whose names
+ * start with it): generated twice to the same bytes and compiled for sm_80 (when it fits
+ * there) and sm_90a; split-K knobs differ from their unsplit twins in constants only, so one
+ * of them is compiled, for sm_90a. A skinny knob must fit sm_80, and launches the skinny
+ * kernel as one CTA per 8 columns. With all_knobs false, only the first knob. Returns how
+ * many knobs were taken. */
+static int check_knobs(dnnjit_graph_t g, bool all_knobs, const char *prefix)
 {
     dnnjit__partition_t p;
     TU_OK(dnnjit__partition(g, &p));
@@ -59,7 +61,10 @@ static int check_knobs(dnnjit_graph_t g, bool all_knobs)
     int taken = 0;
     bool split_compiled = false;
     for (int knob = 0; knob < engine->knob_count && (all_knobs || !taken); knob++) {
-        if (!engine->supports(g, grp, knob, "sm_90a", NULL, 0))
+        char name[64];
+        engine->knob_name(knob, name, sizeof name);
+        bool named = !prefix || strncmp(name, prefix, strlen(prefix)) == 0;
+        if (!named || !engine->supports(g, grp, knob, "sm_90a", NULL, 0))
             continue;
         taken++;
         dnnjit__kernel_t k1, k2;
@@ -67,11 +72,15 @@ static int check_knobs(dnnjit_graph_t g, bool all_knobs)
         TU_OK(engine->generate(g, &p, grp, knob, &k2));
         assert_string_equal(k1.source, k2.source);
         assert_true(engine->cost(g, grp, knob) > 0);
-        char name[64];
-        engine->knob_name(knob, name, sizeof name);
         /* The skinny kernel's shared memory is static; the tiled ones ask for theirs. */
         bool skinny = strncmp(name, "skinny_", 7) == 0;
         assert_true((skinny ? k1.shared_bytes == 0 : k1.shared_bytes > 0) && k1.block[0] % 32 == 0);
+        if (skinny) {
+            const dnnjit__tensor_t *c = dnnjit__tensor(g, g->nodes[grp->first_node].out[0]);
+            assert_true(engine->supports(g, grp, knob, "sm_80", NULL, 0));
+            assert_string_equal(k1.entry, "dj_gemm_skinny");
+            assert_int_equal(k1.grid[0], (c->dim[c->ndim - 1] + 7) / 8);
+        }
         bool split = strstr(name, "splitk") != NULL;
         if (!split || !split_compiled)
             compile_for(&k1, "sm_90a");
@@ -93,7 +102,7 @@ static void every_knob_every_type(void **state)
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         /* Long K over few tiles, so split-K knobs are taken too. */
         dnnjit_graph_t g = gemm_graph(NULL, types[t], DNNJIT_DATA_TYPE_FLOAT, (shape_t){200, 136, 8192, 1, false, false});
-        int taken = check_knobs(g, true);
+        int taken = check_knobs(g, true, NULL);
         printf("%s: %d knobs compiled\n", dnnjit_data_type_name(types[t]), taken);
         /* Eleven tiles, each unsplit and split; FLOAT also in TF32 (exact FLOAT takes the five
          * tiles with warp tiles up to 32x64). */
@@ -114,7 +123,7 @@ static void every_operand_order(void **state)
             for (int order = 0; order < 4; order++) {
                 shape_t s = {sizes[whole][0], sizes[whole][1], sizes[whole][2], 2, order & 1, order >> 1 & 1};
                 dnnjit_graph_t g = gemm_graph(NULL, types[t], DNNJIT_DATA_TYPE_FLOAT, s);
-                assert_int_equal(check_knobs(g, false), 1);
+                assert_int_equal(check_knobs(g, false, NULL), 1);
                 dnnjit_graph_destroy(g);
             }
 }
@@ -232,7 +241,7 @@ static void prologue_every_type(void **state)
             assert_int_equal(k.tensor_count, 3 + (sides >> 1));
             dnnjit__kernel_free(&k);
             dnnjit__partition_free(&p);
-            assert_int_equal(check_knobs(g, false), 1);
+            assert_int_equal(check_knobs(g, false, NULL), 1);
             dnnjit_graph_destroy(g);
         }
 }
@@ -293,7 +302,7 @@ static void mixed_input_types(void **state)
         check_prologue_source(k.source, 'B', cases[i].scale_b, "mixed");
         dnnjit__kernel_free(&k);
         dnnjit__partition_free(&p);
-        assert_int_equal(check_knobs(g, false), 1);
+        assert_int_equal(check_knobs(g, false, NULL), 1);
         dnnjit_graph_destroy(g);
     }
 }
@@ -549,29 +558,7 @@ static void skinny_knobs(void **state)
     (void)state;
     dnnjit_graph_t g =
         gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){13, 4097, 1040, 1, false, true});
-    dnnjit__partition_t p;
-    TU_OK(dnnjit__partition(g, &p));
-    int taken = 0;
-    for (int knob = 0; knob < engine->knob_count; knob++) {
-        char name[64];
-        engine->knob_name(knob, name, sizeof name);
-        if (strncmp(name, "skinny_", 7) != 0)
-            continue;
-        assert_true(engine->supports(g, &p.groups[0], knob, "sm_80", NULL, 0));
-        dnnjit__kernel_t k1, k2;
-        TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k1));
-        TU_OK(engine->generate(g, &p, &p.groups[0], knob, &k2));
-        assert_string_equal(k1.source, k2.source);
-        assert_string_equal(k1.entry, "dj_gemm_skinny");
-        assert_int_equal(k1.grid[0], (4097 + 7) / 8);
-        compile_for(&k1, "sm_80");
-        compile_for(&k1, "sm_90a");
-        dnnjit__kernel_free(&k1);
-        dnnjit__kernel_free(&k2);
-        taken++;
-    }
-    assert_int_equal(taken, 6);
-    dnnjit__partition_free(&p);
+    assert_int_equal(check_knobs(g, true, "skinny_"), 6);
     dnnjit_graph_destroy(g);
 
     static const struct {
@@ -587,6 +574,7 @@ static void skinny_knobs(void **state)
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         g = gemm_graph(NULL, refused[i].io, DNNJIT_DATA_TYPE_FLOAT, refused[i].shape);
+        dnnjit__partition_t p;
         TU_OK(dnnjit__partition(g, &p));
         char why[256] = "";
         assert_false(engine->supports(g, &p.groups[0], engine->knob_count - 1, "sm_90a", why, sizeof why));
