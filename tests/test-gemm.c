@@ -440,13 +440,12 @@ static char *first_sm80_plan(dnnjit_graph_t g)
  * K of 14336 split so that the CTAs walk a quarter of it or less, K = 4096 whole (16x4096x4096
  * measured 24.3 µs whole, faster than cuBLAS; the big tiles split 8 ways measured 99 to 172
  * µs on these shapes). The skinny kernel's plans rank first where A and B fit in L2 (N = K =
- * 4096 at 1 and 16 rows): the sm_90 engine defers to them. Elsewhere it defers where its
- * 128x128 tiles are fewer than half of the 132 SMs and K is short (below 1024), which none
- * of these has: its plans are mode A's first on the rest, split-K where N = 4096 leaves its
- * tiles a quarter of the SMs
- * (32 or 16 tiles), whole where N = 14336 and 128 rows fill 112 SMs; where N = 14336 and M
- * is 16 or less, clusters of two with TMA stores (on the H200, 33.3 us at M = 1 against 35.1
- * split two ways, and 33.8 at M = 16 against 34.1 on 128x128 tiles). */
+ * 4096 at 1 and 16 rows) or A has one row: the sm_90 engine defers to them. Elsewhere it
+ * defers where its 128x128 tiles are fewer than half of the 132 SMs and K is short (below
+ * 1024), which none of these has: its plans are mode A's first on the rest, split-K where
+ * N = 4096 leaves its tiles a quarter of the SMs (16 tiles), whole where N = 14336 and 128
+ * rows fill 112 SMs; where N = 14336 and M is 16, clusters of two with TMA stores (on the
+ * H200, 33.8 us against 34.1 on 128x128 tiles). */
 static void few_rows_heuristics(void **state)
 {
     (void)state;
@@ -460,9 +459,9 @@ static void few_rows_heuristics(void **state)
         bool skinny;               /* whether the skinny kernel's first plan is mode A's first */
     } linear[] = {
         {1, 4096, 4096, 32, 1, 1, 1, true},      {16, 4096, 4096, 32, 1, 1, 1, true},
-        {128, 4096, 4096, 128, 1, 1, 1, false},  {1, 14336, 4096, 32, 1, 1, -1, false},
+        {128, 4096, 4096, 128, 1, 1, 1, false},  {1, 14336, 4096, 32, 1, 1, -1, true},
         {16, 14336, 4096, 32, 1, 1, -1, false},  {128, 14336, 4096, 128, 1, 1, 0, false},
-        {1, 4096, 14336, 32, 4, 8, 1, false},    {16, 4096, 14336, 32, 4, 8, 1, false},
+        {1, 4096, 14336, 32, 4, 8, 1, true},     {16, 4096, 14336, 32, 4, 8, 1, false},
         {128, 4096, 14336, 128, 2, 4, 1, false},
     };
     for (size_t i = 0; i < sizeof linear / sizeof linear[0]; i++) {
@@ -481,7 +480,7 @@ static void few_rows_heuristics(void **state)
         /* Split or not, the CTAs cover three quarters of the SMs at least. */
         assert_true((n + bn - 1) / bn * ((m + bm - 1) / bm) * split >= 132 * 3 / 4);
         if (linear[i].skinny) {
-            assert_string_equal(first, "gemm_skinny_w8_l2");
+            assert_string_equal(first, "gemm_skinny_w4_l4");
         } else {
             assert_int_equal(strncmp(first, "gemm_sm90_", 10), 0);
             if (linear[i].sm90_split >= 0)
@@ -552,13 +551,13 @@ static void few_rows_heuristics(void **state)
  * of 8, K not a multiple of 32) generated to the same bytes and compiled for sm_80 and
  * sm_90a, launched as one CTA per 8 columns; and what it refuses, in words: more than 16
  * rows, B with N contiguous, a K that is no multiple of 8 (a row each of A and B), rows that
- * are no 16-byte multiple apart, FLOAT inputs. */
+ * are no 16-byte multiple apart, FLOAT inputs, a K of 2^30 or more. */
 static void skinny_knobs(void **state)
 {
     (void)state;
     dnnjit_graph_t g =
         gemm_graph(NULL, DNNJIT_DATA_TYPE_HALF, DNNJIT_DATA_TYPE_FLOAT, (shape_t){13, 4097, 1040, 1, false, true});
-    assert_int_equal(check_knobs(g, true, "skinny_"), 6);
+    assert_int_equal(check_knobs(g, true, "skinny_"), 5);
     dnnjit_graph_destroy(g);
 
     static const struct {
@@ -571,6 +570,7 @@ static void skinny_knobs(void **state)
         {{1, 1, 1004, 1, false, true}, DNNJIT_DATA_TYPE_BFLOAT16, "a multiple of 8"},
         {{8, 4096, 1004, 1, false, true}, DNNJIT_DATA_TYPE_BFLOAT16, "16-byte multiples apart"},
         {{8, 4096, 4096, 1, false, true}, DNNJIT_DATA_TYPE_FLOAT, "HALF or BFLOAT16"},
+        {{1, 8, (int64_t)1 << 30, 1, false, true}, DNNJIT_DATA_TYPE_BFLOAT16, "below 2^30"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         g = gemm_graph(NULL, refused[i].io, DNNJIT_DATA_TYPE_FLOAT, refused[i].shape);

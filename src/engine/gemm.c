@@ -37,14 +37,16 @@ static const tile_shape_t TILES[] = {
 };
 static const int SPLITS[] = {1, 2, 4, 8};
 
-/* The skinny kernel's knobs: warps splitting K in a CTA, and 16-byte loads of B in flight per
- * thread. Mode A takes the first: a prototype on the H200 (bf16, 2 to 16 warps by 1 to 8
- * loads, timed back to back on the same weights) ran 8 warps of 2 loads within 8% of the
- * fastest pair on 1x4096x4096 (7.5 us) and 16x4096x4096 (10.1). */
+/* The skinny kernel's knobs: warps splitting K in a CTA, and 32-element chunks of K a thread
+ * loads a turn (twice that many 16-byte pieces of B in flight). Mode A takes the first. On the
+ * H200 (bf16, 4 to 16 warps by 1 to 4 chunks, calls under graph replay) 4 warps of 4 chunks
+ * were the fastest pair or within 6% of it on 1x4096x14336 (30.8 us), 1x14336x4096 (32.8),
+ * 8x14336x4096 (33.4), 16x4096x4096 (9.7) and 1x4096x4096 (6.7), and 5% behind 4 warps of 2
+ * on 16x14336x4096 (35.2 against 33.4); 8 warps of 2 ran 1x4096x4096 in 6.5 us. */
 typedef struct skinny_shape {
     int warps, loads;
 } skinny_shape_t;
-static const skinny_shape_t SKINNY[] = {{8, 2}, {16, 4}, {8, 4}, {16, 2}, {8, 8}, {16, 8}};
+static const skinny_shape_t SKINNY[] = {{4, 4}, {4, 2}, {8, 2}, {8, 4}, {16, 2}};
 
 enum {
     TILE_COUNT = sizeof TILES / sizeof TILES[0],
@@ -424,17 +426,18 @@ static double plan_us(const problem_t *p, const knob_t *kn)
     return LAUNCH_US + main_loops_us(p, kn) + split_tail_us(p, kn);
 }
 
-/* Mode B for the skinny kernel: each warp walks its share of K's 32-element chunks with
- * `loads` of them in flight, a round trip per turn, in rounds of the CTAs the SMs hold (by
+/* Mode B for the skinny kernel: each warp walks its share of K's 32-element chunks with twice
+ * `loads` of them in flight, a round trip per twice `loads`, in rounds of the CTAs the SMs hold (by
  * threads); no shorter than the operands' bytes take at the rate it reached on the H200:
- * from L2 about DRAM_BYTES_PER_US (16x4096x4096, 34 MB, in 9.1 us), from DRAM
- * SKINNY_DRAM_BYTES_PER_US (1x14336x4096, 117 MB, in 44.6 us; see skinny_first). */
-#define SKINNY_DRAM_BYTES_PER_US 2.6e6
+ * from L2 about DRAM_BYTES_PER_US (16x4096x4096, 34 MB, in 9.7 us), from DRAM
+ * SKINNY_DRAM_BYTES_PER_US (1x14336x4096, 117 MB, in 32.8 us). */
+#define SKINNY_DRAM_BYTES_PER_US 3.6e6
 static double skinny_us(const problem_t *p, const knob_t *kn)
 {
     int64_t chunks = ceil_div(ceil_div(p->k, 32), kn->skinny.warps);
     int64_t ctas = p->batch * ceil_div(p->n, 8), resident = 2048 / (32 * kn->skinny.warps);
-    double walk = (double)(ceil_div(ctas, SM_COUNT * resident) * ceil_div(chunks, kn->skinny.loads)) * LATENCY_US;
+    double walk =
+        (double)(ceil_div(ctas, SM_COUNT * resident) * ceil_div(chunks, 2 * kn->skinny.loads)) * LATENCY_US;
     double rate = operand_bytes(p) <= L2_BYTES ? DRAM_BYTES_PER_US : SKINNY_DRAM_BYTES_PER_US;
     double bound = dram_bytes(p) / rate;
     return LAUNCH_US + (walk > bound ? walk : bound);
@@ -456,6 +459,8 @@ static const char *skinny_refusal(const problem_t *p)
                "16-byte multiples apart, and neither computed by a prologue";
     if (p->k % 8 != 0)
         return "the skinny kernel takes K in whole 16-byte pieces (a multiple of 8)";
+    if (p->k >= (int64_t)1 << 30)
+        return "the skinny kernel counts K's elements in 32-bit integers: K must be below 2^30";
     if (p->batch > MAX_GRID_Y)
         return "the skinny kernel's batch rides on the grid's 65535 rows";
     return NULL;
@@ -463,15 +468,16 @@ static const char *skinny_refusal(const problem_t *p)
 
 /* Mode A: whether the skinny kernel's plans rank before every tiled plan of either engine
  * (gemm_sm90.c defers to them): where A and B fit in L2 together, which calls after the first
- * read them from. There, on the H200 (mode A's plans in turns with those of 19e7609, the
- * commit before the kernel, calls back to back), 1x4096x4096 bf16 took 8.3 us against 15.3
- * for the sm_90 engine's 128x128 tiles split four ways, and 16x4096x4096 9.1 against 14.4.
- * Streaming B from DRAM it is slower than the sm_90 engine's TMA pipelines: 44.6 us on
- * 1x14336x4096 against 33.2, 53.5 on 1x4096x14336 against 37.1, 40.6 on 8x14336x4096
- * against 33.5. */
+ * read them from, or where A has at most 8 rows. On the H200 (mode A's plans in turns with
+ * those of 314f727, calls back to back), 1x4096x4096 bf16 took 6.1 us against the sm_90
+ * engine's 15.3 (128x128 tiles split four ways), 16x4096x4096 8.8 against 14.4; streaming B
+ * from DRAM, 1x14336x4096 32.5 against 33.3, 1x4096x14336 30.7 against 37.2, 8x14336x4096
+ * 33.3 against 33.5, 8x4096x14336 31.5 against 36.2. At 16 rows each thread loads two rows of
+ * A besides its piece of B, and from DRAM the TMA pipelines win: 16x14336x4096 35.4 against
+ * 33.9, 16x4096x14336 49.5 against 35.2. */
 static bool skinny_first(const problem_t *p)
 {
-    return !skinny_refusal(p) && operand_bytes(p) <= L2_BYTES;
+    return !skinny_refusal(p) && (operand_bytes(p) <= L2_BYTES || p->m <= 8);
 }
 
 /* The time no plan beats: every SM's tensor cores busy on the useful products, or DRAM
