@@ -426,9 +426,9 @@ static double plan_us(const problem_t *p, const knob_t *kn)
     return LAUNCH_US + main_loops_us(p, kn) + split_tail_us(p, kn);
 }
 
-/* Mode B for the skinny kernel: each warp walks its share of K's 32-element chunks with twice
- * `loads` of them in flight, a round trip per twice `loads`, in rounds of the CTAs the SMs hold (by
- * threads); no shorter than the operands' bytes take at the rate it reached on the H200:
+/* Mode B for the skinny kernel: each warp walks its share of K's 32-element chunks with
+ * 2 * `loads` of them in flight, a round trip per 2 * `loads` chunks, in rounds of the CTAs the
+ * SMs hold (by threads); no shorter than the operands' bytes take at the rate it reached on the H200:
  * from L2 about DRAM_BYTES_PER_US (16x4096x4096, 34 MB, in 9.7 us), from DRAM
  * SKINNY_DRAM_BYTES_PER_US (1x14336x4096, 117 MB, in 32.8 us). */
 #define SKINNY_DRAM_BYTES_PER_US 3.6e6

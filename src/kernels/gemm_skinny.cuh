@@ -5,7 +5,8 @@
 // not the tensor cores; tiles staged through shared memory only add a round trip and the
 // wait for a stage. Here each warp streams its eight rows of B straight from global memory
 // into mma.sync's B fragments with 16-byte loads, 2 * DJ_SKINNY_U of them in flight per
-// thread, and the CTA's DJ_SKINNY_KS warps split K between them and add their sums in shared memory.
+// thread, and the CTA's DJ_SKINNY_KS warps split K between them and add their sums in shared
+// memory.
 //
 // mma.sync m16n8k16 takes thread (g = lane / 4, t = lane % 4)'s B fragment as row n = g of B
 // at K elements {2t, 2t + 1} and {2t + 8, 2t + 9}, and its A fragment as rows g and g + 8 at
@@ -114,7 +115,7 @@ __device__ __forceinline__ void dj_skinny_mmas(float (&acc)[4], const uint4 (&bv
 // the mmas of the U loaded the turn before, so that 2U of B's pieces are in flight per thread.
 // Written as loads and then mmas of one turn, ptxas placed each load next to its mma and kept
 // about one in flight: on the H200 that walk streamed 1x14336x4096's 117 MB of B from DRAM in
-// 45 us, this one in 32.8 (8 warps of 2 loads each, calls under graph replay). Chunks past the
+// 45 us, this one in 32.8 (8 warps of 2 chunks a turn, calls under graph replay). Chunks past the
 // whole ones (K % 32 != 0) go one at a time, each thread's 8 elements wholly inside K or past
 // it (K is a multiple of 8).
 template <bool ALIGNED>
