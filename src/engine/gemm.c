@@ -502,10 +502,11 @@ static bool gemm_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
     if (!describe(g, grp, &p, &reason)) {
     } else if (sm < 80) {
         reason = "mma.sync with bf16 and cp.async need sm_80 or later";
+    } else if (!dnnjit__kernel_assign_slots(g, grp, &slots) ||
+               (kn.split > 1 && slots.tensor_count >= DNNJIT__MAX_KERNEL_TENSORS)) {
+        reason = "the group touches more tensors or scalars than a kernel takes";
     } else if (kn.skinny.warps) {
         reason = skinny_refusal(&p);
-        if (!reason && !dnnjit__kernel_assign_slots(g, grp, &slots))
-            reason = "the group touches more tensors or scalars than a kernel takes";
     } else if (kn.tf32 && p.kind != KIND_F32X3) {
         reason = "the TF32 knob applies to FLOAT inputs only";
     } else if (p.kind == KIND_F32X3 && !kn.tf32 && kn.tile.wm * kn.tile.wn > 32 * 64) {
@@ -515,9 +516,6 @@ static bool gemm_supports(dnnjit_graph_t g, const dnnjit__group_t *grp, int knob
          * bytes of stack) took 13.9 ms, against 2.6 for 64x128 and 2.8-3.0 for 64x64. */
         reason = "exact FLOAT splits each fragment in two, which spills past the 128 registers a thread has at two "
                  "CTAs an SM";
-    } else if (!dnnjit__kernel_assign_slots(g, grp, &slots) ||
-               (kn.split > 1 && slots.tensor_count >= DNNJIT__MAX_KERNEL_TENSORS)) {
-        reason = "the group touches more tensors or scalars than a kernel takes";
     } else if (p.batch * kn.split > MAX_GRID_Y) {
         reason = "batch times split-K exceeds the grid's 65535 rows";
     } else if (smem_bytes(&p, &kn) > smem_limit(sm)) {
