@@ -1130,18 +1130,19 @@ static void emit_stage(dnnjit__strbuf_t *sb, const char *name, const operand_t *
     dnnjit__sb_append(sb, "        return e;\n    }\n};\n");
 }
 
-/* One m64n<bn>k<32 bytes> wgmma of dj_wgmma_ktile's asm on the descriptors in registers a and
- * b, or with A from the four registers of operands a_regs.. (when not negative) and B on the
- * descriptor of operand b_desc, adding to the sums when predicate `scale_d` holds: for 16-bit operands the
+/* One m64n<bn>k<32 bytes> wgmma of dj_wgmma_ktile's asm into the accumulator registers
+ * dj_d0.. (dj_acc_declare), on the descriptors in registers a and b, or with A from the four
+ * registers of operands a_regs.. (when not negative) and B on the descriptor of operand
+ * b_desc, adding to the sums when predicate `scale_d` holds: for 16-bit operands the
  * transpose bits select M- or N-major ones (fp8 and TF32 ones are K-major, and the
  * instruction has no such bits; A from registers has none). */
-static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int acc, const problem_t *p, const char *scale_d, int a_regs,
+static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int regs, const problem_t *p, const char *scale_d, int a_regs,
                            int b_desc)
 {
     dnnjit__sb_printf(sb, "                 \"wgmma.mma_async.sync.aligned.m64n%dk%d.%s.%s.%s {", bn, 32 / p->esize,
                       p->acc16 ? "f16" : "f32", wgmma_type(p->a.t->resolved_type), wgmma_type(p->b.t->resolved_type));
-    for (int i = 0; i < acc; i++)
-        dnnjit__sb_printf(sb, "%s%%%d", i ? ", " : "", i);
+    for (int i = 0; i < regs; i++)
+        dnnjit__sb_printf(sb, "%sdj_d%d", i ? ", " : "", i);
     if (a_regs >= 0)
         dnnjit__sb_printf(sb, "}, {%%%d, %%%d, %%%d, %%%d}, %%%d, %s, 1, 1, %d;\\n\"\n", a_regs, a_regs + 1, a_regs + 2,
                           a_regs + 3, b_desc, scale_d, p->b.kmajor ? 0 : 1);
@@ -1151,46 +1152,106 @@ static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int acc, const problem_
         dnnjit__sb_printf(sb, "}, a, b, %s, 1, 1, %d, %d;\\n\"\n", scale_d, p->a.kmajor ? 0 : 1, p->b.kmajor ? 0 : 1);
 }
 
-/* DjAcc, DJ_ACC_REGS and dj_wgmma_ktile: the wgmmas of one K tile (128 bytes deep, four of
- * 32 bytes) on shared-memory descriptors, the slices' descriptors step_a and step_b apart,
- * into the thread's bn/2 floats, or with fp16 accumulation bn/4 registers of two halves. The
- * first adds to the sums in d (scale-d 1) when `accumulate` and overwrites them otherwise (a
- * promoted K tile's), the others add. With A from registers (`a_regs`, knob_t.areg) A
- * is instead a[16], four registers a slice, and only B has descriptors. All four are one asm
- * statement because NVVM takes longer over four statements of as many accumulator operands
- * each: locally the 4096^3 bf16 kernel compiled in 248 ms against 267, its HGMMA sequence the
- * same. (A rolled loop over one wgmma compiles faster still, but ptxas then waits for each to
- * finish before the next.) */
-static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p, bool a_regs)
+/* dj_acc_take, dj_acc_peek or dj_acc_read (emit_wgmma): `name(v)` reads the sums' first n
+ * floats into v (as many as there are: a tile of 64 columns has 32), and with `take` moves
+ * the rest down by n floats. */
+static void emit_acc_read(dnnjit__strbuf_t *sb, const char *name, int n, bool take, int bn, const problem_t *p)
 {
-    int acc = p->acc16 ? bn / 4 : bn / 2;
-    /* The asm's operands: the accumulators, then A's descriptor, B's, the slices' steps and
-     * `accumulate`; or with A from registers A's 16 registers, B's four descriptors (each
-     * computed outside: ptxas gave the adds inside the asm the registers of the A slices
-     * whose wgmma had been issued, and so waited for each wgmma to finish before the next)
-     * and `accumulate`. */
-    int desc_b = acc + 1, step_a = acc + 2, step_b = acc + 3, accumulate = a_regs ? acc + 20 : acc + 4;
-    dnnjit__sb_printf(sb, "using DjAcc = %s;\nconstexpr int DJ_ACC_REGS = %d;\n", p->acc16 ? "unsigned" : "float", acc);
-    dnnjit__sb_printf(sb, "__device__ __forceinline__ void dj_wgmma_ktile(DjAcc (&d)[DJ_ACC_REGS], %s, "
-                          "dj_u64 desc_b, %sdj_u64 step_b, int accumulate)\n{\n"
+    const char *sums = p->promote ? "dj_s" : "dj_d";
+    dnnjit__sb_printf(sb, "__device__ __forceinline__ void %s(float (&v)[%d])\n{\n    asm volatile(\"{\\n\"\n", name, n);
+    int count = n < bn / 2 ? n : bn / 2;
+    if (p->acc16) {
+        dnnjit__sb_append(sb, "                 \".reg .b16 l, h;\\n\"\n");
+        for (int i = 0; i < count / 2; i++)
+            dnnjit__sb_printf(sb, "                 \"mov.b32 {l, h}, dj_d%d;\\ncvt.f32.f16 %%%d, l;\\n"
+                                  "cvt.f32.f16 %%%d, h;\\n\"\n",
+                              i, 2 * i, 2 * i + 1);
+    } else {
+        for (int i = 0; i < count; i++)
+            dnnjit__sb_printf(sb, "                 \"mov.b32 %%%d, %s%d;\\n\"\n", i, sums, i);
+    }
+    int regs = p->acc16 ? bn / 4 : bn / 2, step = p->acc16 ? n / 2 : n;
+    for (int i = 0; take && i + step < regs; i++)
+        dnnjit__sb_printf(sb, "                 \"mov.b32 %s%d, %s%d;\\n\"\n", sums, i, sums, i + step);
+    dnnjit__sb_append(sb, "                 \"}\\n\"\n                 : ");
+    for (int i = 0; i < count; i++)
+        dnnjit__sb_printf(sb, "%s\"=f\"(v[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "", i);
+    dnnjit__sb_append(sb, ");\n}\n");
+}
+
+/* The accumulators and the K tile's wgmmas. The accumulators are PTX registers of their own,
+ * declared at the kernel's start (dj_acc_declare): dj_d0.. (the wgmmas' DJ_ACC_REGS registers,
+ * floats or with fp16 accumulation two halves each, the lower half the first of a column
+ * pair), and with promotion dj_s0.. (the DJ_ACC float sums, to which each K tile's dj_d are
+ * added once complete). Only asm statements touch them, so NVVM never sees them as values.
+ * As C++ arrays, each K tile's asm took all of them as operands and every access around the
+ * asynchronous wgmma needed a fence: locally the 4096^3 bf16 kernel compiled in 170 ms this
+ * way against 203, its SASS the same but for register numbers. Each statement is volatile,
+ * so NVVM keeps them in order, and ptxas sees every use of the registers as it did of the
+ * arrays'. The functions:
+ *   dj_acc_clear()        the sums to zero (dj_d, or dj_s with promotion)
+ *   dj_acc_promote()      dj_s += dj_d, float by float (promotion only)
+ *   dj_acc_take(v)        v = the sums' first 32 floats a box of a turn of dj_store_tile
+ *                         (store_unroll boxes), and the rest moved down as far
+ *   dj_acc_peek(v)        v = the sums' first 4 floats
+ *   dj_acc_read(v)        v = all DJ_ACC floats
+ *   dj_wgmma_ktile(desc_a, desc_b, step_a, step_b, accumulate)   the wgmmas of one K tile
+ *       (128 bytes deep, four of 32 bytes) on shared-memory descriptors, the slices'
+ *       descriptors step_a and step_b apart. The first adds to dj_d (scale-d 1) when
+ *       `accumulate` and overwrites them otherwise (a promoted K tile's), the others add.
+ *       With A from registers (`a_regs`, knob_t.areg): dj_wgmma_ktile(a, desc_b, step_b,
+ *       accumulate), A from a[16], four registers a slice, and only B on descriptors.
+ * The four wgmmas are one asm statement because NVVM took longer over four (locally 248 ms
+ * against 267 for that kernel while the accumulators were operands); a rolled loop over one
+ * wgmma compiles faster still, but ptxas then waits for each to finish before the next. */
+static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p, bool a_regs, int store_unroll)
+{
+    int acc = bn / 2, regs = p->acc16 ? bn / 4 : bn / 2;
+    dnnjit__sb_printf(sb, "__device__ __forceinline__ void dj_acc_declare()\n{\n"
+                          "    asm volatile(\".reg .%s dj_d<%d>;\\n\"",
+                      p->acc16 ? "b32" : "f32", regs);
+    if (p->promote)
+        dnnjit__sb_printf(sb, " \".reg .f32 dj_s<%d>;\\n\"", acc);
+    dnnjit__sb_append(sb, ");\n}\n");
+    const char *sums = p->promote ? "dj_s" : "dj_d";
+    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_acc_clear()\n{\n    asm volatile(\"\"\n");
+    for (int i = 0; i < (p->promote ? acc : regs); i++)
+        dnnjit__sb_printf(sb, "                 \"mov.b32 %s%d, 0;\\n\"\n", sums, i);
+    dnnjit__sb_append(sb, "                 );\n}\n");
+    if (p->promote) {
+        dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_acc_promote()\n{\n    asm volatile(\"\"\n");
+        for (int i = 0; i < acc; i++)
+            dnnjit__sb_printf(sb, "                 \"add.f32 dj_s%d, dj_s%d, dj_d%d;\\n\"\n", i, i, i);
+        dnnjit__sb_append(sb, "                 );\n}\n");
+    } else {
+        /* Named only in a statement that `if constexpr` discards, which needs no definition. */
+        dnnjit__sb_append(sb, "__device__ void dj_acc_promote();\n");
+    }
+    emit_acc_read(sb, "dj_acc_take", 32 * store_unroll, true, bn, p);
+    emit_acc_read(sb, "dj_acc_peek", 4, false, bn, p);
+    emit_acc_read(sb, "dj_acc_read", acc, false, bn, p);
+
+    /* The asm's operands: A's descriptor, B's, the slices' steps and `accumulate`; or with A
+     * from registers A's 16 registers, B's four descriptors (each computed outside: ptxas
+     * gave the adds inside the asm the registers of the A slices whose wgmma had been issued,
+     * and so waited for each wgmma to finish before the next) and `accumulate`. */
+    int desc_b = 1, step_a = 2, step_b = 3, accumulate = a_regs ? 20 : 4;
+    dnnjit__sb_printf(sb, "__device__ __forceinline__ void dj_wgmma_ktile(%s, dj_u64 desc_b, %sdj_u64 step_b, "
+                          "int accumulate)\n{\n"
                           "    asm volatile(\"{\\n.reg .pred p, q;\\n%s\"\n",
                       a_regs ? "const unsigned (&a)[16]" : "dj_u64 desc_a", a_regs ? "" : "dj_u64 step_a, ",
                       a_regs ? "" : ".reg .b64 a, b;\\n");
     dnnjit__sb_printf(sb, "                 \"setp.ne.b32 p, %%%d, 0;\\nsetp.eq.b32 q, %%%d, %%%d;\\n\"\n",
                       accumulate, accumulate, accumulate);
     if (!a_regs)
-        dnnjit__sb_printf(sb, "                 \"mov.b64 a, %%%d;\\nmov.b64 b, %%%d;\\n\"\n", acc, desc_b);
+        dnnjit__sb_printf(sb, "                 \"mov.b64 a, %%0;\\nmov.b64 b, %%%d;\\n\"\n", desc_b);
     for (int i = 0; i < TILE_K_BYTES / 32; i++) {
         if (i > 0 && !a_regs)
             dnnjit__sb_printf(sb, "                 \"add.s64 a, a, %%%d;\\nadd.s64 b, b, %%%d;\\n\"\n", step_a,
                               step_b);
-        emit_one_wgmma(sb, bn, acc, p, i ? "q" : "p", a_regs ? acc + 4 * i : -1, acc + 16 + i);
+        emit_one_wgmma(sb, bn, regs, p, i ? "q" : "p", a_regs ? 4 * i : -1, 16 + i);
     }
-    dnnjit__sb_append(sb, "                 \"}\\n\"\n                 : ");
-    for (int i = 0; i < acc; i++)
-        dnnjit__sb_printf(sb, "%s\"+%s\"(d[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "",
-                          p->acc16 ? "r" : "f", i);
-    dnnjit__sb_append(sb, "\n                 : ");
+    dnnjit__sb_append(sb, "                 \"}\\n\"\n                 :\n                 : ");
     for (int i = 0; a_regs && i < 16; i++)
         dnnjit__sb_printf(sb, "\"r\"(a[%d]), ", i);
     if (a_regs)
@@ -1258,7 +1319,8 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
     dnnjit__sb_printf(&sb, "using DjOut = %s;\nconstexpr int DJ_C_RANK = %d, DJ_OUT_BOXES = %d;\n",
                       kn.tma_store ? dnnjit__cuda_type(p.out.t->resolved_type) : "dj_half",
                       kn.tma_store ? 2 + p.out.batch_axes : 2, kn.tma_store ? out_boxes(&kn) : 1);
-    dnnjit__sb_printf(&sb, "constexpr int DJ_STORE_UNROLL = %d;\n", kn.tma_store && epilogue_reads(g, grp, &p) ? 2 : 1);
+    int store_unroll = kn.tma_store && epilogue_reads(g, grp, &p) ? 2 : 1;
+    dnnjit__sb_printf(&sb, "constexpr int DJ_STORE_UNROLL = %d;\n", store_unroll);
     dnnjit__sb_printf(&sb, "#define DJ_STORE_MAP_PARAM %s\n#define DJ_STORE_MAP %s\n",
                       kn.tma_store ? ", const __grid_constant__ DjTensorMap map_c" : "",
                       kn.tma_store ? "&map_c" : "nullptr");
@@ -1274,7 +1336,7 @@ static dnnjit_status_t sm90_generate(dnnjit_graph_t g, const dnnjit__partition_t
                       (long long)p.counters, (long long)p.partials);
     emit_stage(&sb, "A", &p.a, slot_a);
     emit_stage(&sb, "B", &p.b, slot_b);
-    emit_wgmma(&sb, kn.bn, &p, kn.areg);
+    emit_wgmma(&sb, kn.bn, &p, kn.areg, store_unroll);
     /* The staged epilogue calls dj_epilogue from one loop per column chunk: inlined there,
      * the fused expressions load their pointers once instead of per call. */
     if (kn.staged)

@@ -22,6 +22,12 @@
 //       fused pointwise prologue (see DjPrologueCopy); such an operand has no slot, and its
 //       layout constants only choose how its tile is stored
 //   DJ_SCRATCH_SLOT           the workspace slot of split-K partial sums (when DJ_SPLITK > 1)
+//   dj_acc_declare() dj_acc_clear() dj_mma_kstep(a, b, as, bs) dj_acc_fold() dj_acc_take(v)
+//   dj_acc_read(v) dj_acc_write(v)   the accumulators, PTX registers that only these
+//       functions' asm statements name (see the generator's emit_accumulators): declare them
+//       (first in the kernel), clear them, a k-step's mmas on a DjFrags' fragments, DJ_KIND
+//       3's fold of a tile's sums, and reads (an mi's floats, moving the rest down) and
+//       writes
 //   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
 //       and (when pair) col + 1; stores every output
 
@@ -92,25 +98,6 @@ template <bool TRANS> __device__ __forceinline__ void dj_ldsm4(unsigned r[4], un
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                      : "r"(addr));
-}
-
-__device__ __forceinline__ void dj_mma(float c[4], const unsigned a[4], const unsigned b[2])
-{
-    if constexpr (DJ_KIND == 0)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                     "{%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    else if constexpr (DJ_KIND == 1)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                     "{%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    else
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                     "{%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 __device__ __forceinline__ float dj_lds32(unsigned addr)
@@ -358,17 +345,6 @@ template <int N> __device__ __forceinline__ void dj_split_tf32(unsigned big[N], 
 typedef DjTile<dj_ta, DJ_A_KMAJOR, DJ_BM> DjTileA;
 typedef DjTile<dj_tb, DJ_B_KMAJOR, DJ_BN> DjTileB;
 
-__device__ __forceinline__ void dj_zero(float (&acc)[DJ_MI][DJ_NI][4])
-{
-#pragma unroll
-    for (int mi = 0; mi < DJ_MI; mi++)
-#pragma unroll
-        for (int ni = 0; ni < DJ_NI; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                acc[mi][ni][e] = 0.0f;
-}
-
 // The fragments of one mma k-step for the whole warp tile; with DJ_KIND 3 also the small
 // halves of the fp32 split.
 struct DjFrags {
@@ -413,21 +389,6 @@ __device__ __forceinline__ void dj_load_frags(DjFrags &f, unsigned ra, unsigned 
     }
 }
 
-__device__ __forceinline__ void dj_mma_frags(float (&acc)[DJ_MI][DJ_NI][4], const DjFrags &f)
-{
-#pragma unroll
-    for (int mi = 0; mi < DJ_MI; mi++)
-#pragma unroll
-        for (int ni = 0; ni < DJ_NI; ni++) {
-            // The small products first, so they are not lost against the big one.
-            if constexpr (DJ_KIND == 3) {
-                dj_mma(acc[mi][ni], f.as[mi], f.b[ni]);
-                dj_mma(acc[mi][ni], f.a[mi], f.bs[ni]);
-            }
-            dj_mma(acc[mi][ni], f.a[mi], f.b[ni]);
-        }
-}
-
 // The passes of an operand's tile copy: DjCopy's, or one for a prologue's element copy.
 template <bool PROLOGUE, typename C> struct DjPasses {
     static constexpr int value = C::PASSES;
@@ -459,6 +420,7 @@ __device__ __forceinline__ void dj_copy_part(const CA &copy_a, const CB &copy_b,
 
 extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(const DjArgs args)
 {
+    dj_acc_declare();
     dj_grid_dependency();
     extern __shared__ __align__(16) unsigned char dj_smem[];
     dj_ta *const sa = (dj_ta *)dj_smem;
@@ -482,8 +444,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
     const int wm0 = warp % DJ_WARPS_M * DJ_WM, wn0 = warp / DJ_WARPS_M * DJ_WN;
 
-    float acc[DJ_MI][DJ_NI][4];
-    dj_zero(acc);
+    dj_acc_clear();
 
     // Stage s holds K tile kt0 + s (mod DJ_STAGES). Every step commits one copy group, empty
     // or not, so that waiting for all but the newest DJ_STAGES - 2 groups always means the
@@ -518,9 +479,6 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     int read_stage = 0;
     if (kt_count > 0)
         dj_load_frags(frag[0], ra, rb, 0);
-    float part[DJ_MI][DJ_NI][4]; // used by DJ_KIND 3 only
-    if constexpr (DJ_KIND == 3)
-        dj_zero(part);
     for (int t = 0; t < kt_count; t++) {
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; kk++) {
@@ -554,24 +512,11 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
             }
             if (kk == DJ_COPY_PARTS - 1)
                 dj_cp_commit();
-            if constexpr (DJ_KIND == 3)
-                dj_mma_frags(part, frag[kk % 2]);
-            else
-                dj_mma_frags(acc, frag[kk % 2]);
+            const DjFrags &f = frag[kk % 2];
+            dj_mma_kstep(f.a, f.b, f.as, f.bs);
         }
-        if constexpr (DJ_KIND == 3) {
-            // The tensor cores' fp32 accumulation rounds less carefully than an FADD; for fp32
-            // accuracy over long K each tile's products are summed apart and then added.
-#pragma unroll
-            for (int mi = 0; mi < DJ_MI; mi++)
-#pragma unroll
-                for (int ni = 0; ni < DJ_NI; ni++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        acc[mi][ni][e] += part[mi][ni][e];
-                        part[mi][ni][e] = 0.0f;
-                    }
-        }
+        if constexpr (DJ_KIND == 3)
+            dj_acc_fold();
     }
     dj_cp_wait<0>();
 
@@ -583,6 +528,8 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
         unsigned *const arrivals = (unsigned *)args.ptr[DJ_SCRATCH_SLOT];
         float *const partials = (float *)(arrivals + DJ_SCRATCH_COUNTERS);
         const dj_i64 tile_id = batch * DJ_TILES + tile;
+        float acc[DJ_MI][DJ_NI][4];
+        dj_acc_read(acc);
         auto partial = [&](int s, int r, int c) -> float * {
             return partials + ((dj_i64)s * DJ_BATCH * DJ_TILES + tile_id) * (DJ_BM * DJ_BN) + r * DJ_BN + c;
         };
@@ -607,6 +554,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
                         sum += s == split ? acc[mi][ni][e] : dj_load_cg(partial(s, r, c));
                     acc[mi][ni][e] = sum;
                 }
+        dj_acc_write(acc);
     }
     // The epilogue goes through shared memory, whose stages every warp has finished reading
     // once all have passed this barrier: each warp stages the 16 rows of its tile that one mi
@@ -621,16 +569,15 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     constexpr int PAIRS_PER_ROW = DJ_WN / 2;
 #pragma unroll 1
     for (int mi = 0; mi < DJ_MI; mi++) {
-        // acc's index must be a constant, so each mi's copy is a branch of its own.
+        // The accumulators of row block mi, which dj_acc_take moves to the front each turn.
+        float acc[DJ_NI * 4];
+        dj_acc_take(acc);
 #pragma unroll
-        for (int m = 0; m < DJ_MI; m++)
-            if (m == mi)
+        for (int ni = 0; ni < DJ_NI; ni++)
 #pragma unroll
-                for (int ni = 0; ni < DJ_NI; ni++)
-#pragma unroll
-                    for (int h = 0; h < 2; h++)
-                        *(float2 *)&staged[(g + 8 * h) * DJ_EPI_PITCH + ni * 8 + 2 * tq] =
-                            make_float2(acc[m][ni][2 * h], acc[m][ni][2 * h + 1]);
+            for (int h = 0; h < 2; h++)
+                *(float2 *)&staged[(g + 8 * h) * DJ_EPI_PITCH + ni * 8 + 2 * tq] =
+                    make_float2(acc[4 * ni + 2 * h], acc[4 * ni + 2 * h + 1]);
         __syncwarp();
 #pragma unroll 1
         for (int pair = lane; pair < DJ_EPI_ROWS * PAIRS_PER_ROW; pair += 32) {

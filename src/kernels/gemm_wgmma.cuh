@@ -33,10 +33,14 @@
 //   DJ_CLUSTER DJ_CLUSTER_DIMS  CTAs per cluster (1 or 2) and the kernel's cluster attribute
 //   DJ_M DJ_N DJ_K DJ_BATCH   the problem
 //   DJ_ACC                    accumulators per consumer thread: 64 x DJ_BN / 128
-//   DjAcc DJ_ACC_REGS         wgmma's accumulator registers: DJ_ACC floats, or with fp16
-//                             accumulation (fp8 operands, HALF compute) DJ_ACC / 2 32-bit
-//                             registers of two halves each (the floats' fragment positions in
-//                             pairs), which become floats for the epilogue after the K walk
+//   dj_acc_declare() dj_acc_clear() dj_acc_promote() dj_acc_take(v) dj_acc_peek(v)
+//   dj_acc_read(v)            the accumulators, which live in PTX registers that only these
+//       functions' asm statements and dj_wgmma_ktile's name: declare them (first in the
+//       kernel), clear the sums, add a promoted K tile's to them (DJ_PROMOTE), and read as
+//       floats the sums' first 32 moving the rest down by 32, their first 4, or all DJ_ACC.
+//       wgmma's registers are DJ_ACC floats, or with fp16 accumulation (fp8 operands, HALF
+//       compute) DJ_ACC / 2 32-bit registers of two halves each (the floats' fragment
+//       positions in pairs), which the reads turn into floats
 //   DJ_A_KMAJOR DJ_A_RANK dj_a_batch_coords(b, c)   A over [M, K]: whether K is its contiguous
 //       axis, the rank of its tensor map, and the map's batch coordinates of batch entry b
 //   DJ_B_KMAJOR DJ_B_RANK dj_b_batch_coords(b, c)   the same for B over [N, K]
@@ -50,17 +54,17 @@
 //       on a 16-byte boundary to their last whole 16-byte piece); and for the outputs it
 //       stores directly, the output's row stride, argument slot, and the offset in elements
 //       of batch entry b
-//   dj_wgmma_ktile(d, desc_a, desc_b, step_a, step_b, accumulate)   the DJ_BK / DJ_WK
-//       m64n<DJ_BN>k<DJ_WK> wgmmas of a K tile into d (DjAcc registers), on the descriptors
-//       desc_a + i * step_a and desc_b + i * step_b, the first adding to d's sums when
-//       accumulate (else overwriting them), the others adding; with the transpose bits of
-//       the operands' majors. With DJ_A_BY_CLASS: dj_wgmma_ktile(d, a, desc_b, step_b,
+//   dj_wgmma_ktile(desc_a, desc_b, step_a, step_b, accumulate)   the DJ_BK / DJ_WK
+//       m64n<DJ_BN>k<DJ_WK> wgmmas of a K tile into the accumulator registers, on the
+//       descriptors desc_a + i * step_a and desc_b + i * step_b, the first adding to their
+//       sums when accumulate (else overwriting them), the others adding; with the transpose
+//       bits of the operands' majors. With DJ_A_BY_CLASS: dj_wgmma_ktile(a, desc_b, step_b,
 //       accumulate), A from the registers a[16], four a wgmma
 //   DJ_PROMOTE                whether the K walk promotes (fp8 with float accumulation): wgmma
 //       adds fp8 products keeping fewer bits than a float (about 14, by DeepSeek-V3's
 //       report), which over a long K loses much of a sum of correlated terms (0.11 relative
 //       error at 8192^3 on the benchmark's values on the H200); so each K tile's sums go
-//       into the DjAcc registers afresh and are added to the float accumulators once complete
+//       into the accumulator registers afresh and are added to the float sums once complete
 //   dj_epilogue(batch, row, col, acc0, acc1, pair, args)   the fused epilogue of columns col
 //       and (when pair) col + 1; stores every output
 //   DJ_STAGING DJ_SCRATCH_SLOT   whether an operand's strides are ones TMA cannot take, so
@@ -330,32 +334,13 @@ template <int N> __device__ __forceinline__ void dj_wgmma_wait()
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-// Keeps the compiler from moving accesses to the accumulators across the asynchronous
-// wgmma that owns them.
-__device__ __forceinline__ void dj_fence_reg(float &v) { asm volatile("" : "+f"(v)::"memory"); }
-__device__ __forceinline__ void dj_fence_reg(unsigned &v) { asm volatile("" : "+r"(v)::"memory"); }
-template <class T, int N> __device__ __forceinline__ void dj_fence_acc(T (&d)[N])
+// Keeps the compiler from moving accesses to A's fragments (DJ_A_BY_CLASS) across the
+// asynchronous wgmma that reads them.
+template <int N> __device__ __forceinline__ void dj_fence_regs(unsigned (&r)[N])
 {
 #pragma unroll
     for (int i = 0; i < N; i++)
-        dj_fence_reg(d[i]);
-}
-
-// The accumulators as DJ_ACC floats for the epilogue: as they are, or each register's two
-// halves (the lower one the first of the column pair).
-__device__ __forceinline__ void dj_acc_floats(const float (&d)[DJ_ACC], float (&acc)[DJ_ACC])
-{
-#pragma unroll
-    for (int i = 0; i < DJ_ACC; i++)
-        acc[i] = d[i];
-}
-__device__ __forceinline__ void dj_acc_floats(const unsigned (&d)[DJ_ACC / 2], float (&acc)[DJ_ACC])
-{
-#pragma unroll
-    for (int i = 0; i < DJ_ACC / 2; i++) {
-        acc[2 * i] = dj_to_float(dj_half{(unsigned short)(d[i] & 0xFFFFu)});
-        acc[2 * i + 1] = dj_to_float(dj_half{(unsigned short)(d[i] >> 16)});
-    }
+        asm volatile("" : "+r"(r[i])::"memory");
 }
 
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
@@ -887,10 +872,10 @@ __device__ __forceinline__ int dj_c_aligned_col(int cls)
 }
 
 // The epilogue through TMA stores (see the file's comment) of consumer `consumer`'s rows of
-// tile (tm, tn) of batch entry `batch`, from the accumulators `acc` (which it consumes), into
+// tile (tm, tn) of batch entry `batch`, from the accumulators (which it consumes), into
 // `buffer`, through map `map_c`. `leader` is the one thread of the consumer that issues the
 // stores. The boxes go DJ_STORE_UNROLL per turn of a loop that is otherwise not unrolled,
-// each box shifting the next box's accumulators down to the first 32: the fused expressions
+// each box taking the first 32 sums and moving the rest down (dj_acc_take): the fused expressions
 // are compiled once per box of columns rather than once per column pair (a GEMM with bias
 // and relu: 400 ms to compile unrolled, against 300 for the staged epilogue). Two boxes a
 // turn, where the expressions read a tensor, let the second box's loads go out while the
@@ -913,7 +898,7 @@ __device__ __forceinline__ int dj_c_aligned_col(int cls)
 // map ending inside a piece had TMA write all of it (zeros past the row's end over the
 // next row's first columns).
 __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned buffer, bool leader, int consumer,
-                                              dj_i64 batch, int tm, int tn, float (&acc)[DJ_ACC], const DjArgs &args)
+                                              dj_i64 batch, int tm, int tn, const DjArgs &args)
 {
     const int lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32 % 4;
     constexpr int LAST = DJ_BN / 64 - 1;
@@ -939,8 +924,15 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
         return (unsigned)lo.bits | (unsigned)hi.bits << 16;
     };
     unsigned carry[2] = {0u, 0u};
+    // The sums of a turn's boxes, 32 a box, taken at once: ptxas left moves behind (64 a
+    // turn of two) where each box took its own and moved the rest down.
+    float sums[32 * DJ_STORE_UNROLL];
 #pragma unroll DJ_STORE_UNROLL
     for (int box = 0; box < DJ_BN / 64; box++) {
+        const int u = box % DJ_STORE_UNROLL;
+        if (u == 0)
+            dj_acc_take(sums);
+        const float *const acc = sums + 32 * u;
         const unsigned slot = buffer + (unsigned)(box % DJ_OUT_BOXES) * 8192u;
         const dj_i64 col0 = (dj_i64)tn * DJ_BN + box * 64 + p;
         // The box's first tile column less the group's (box * 64), past the shift a.
@@ -956,10 +948,18 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
 #pragma unroll
             for (int h = 0; h < 2; h++)
                 words[j][h] = pair_word(h, col0 + 8 * j, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-        if (DJ_C_BY_CLASS && box < LAST && a > 0)
+        if (DJ_C_BY_CLASS && box < LAST && a > 0) {
+            float ahead[4];
+            if (u + 1 < DJ_STORE_UNROLL)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    ahead[i] = acc[32 + i];
+            else
+                dj_acc_peek(ahead);
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                next[h] = pair_word(h, col0 + 64, acc[32 + 2 * h], acc[32 + 2 * h + 1]);
+                next[h] = pair_word(h, col0 + 64, ahead[2 * h], ahead[2 * h + 1]);
+        }
         // TMA must have read the buffer's last contents (the previous tile's last round, or
         // this tile's first where the buffer holds fewer boxes than the tile) before they
         // are overwritten: waited for only now, so that TMA's reading overlaps the box's loads
@@ -1007,9 +1007,6 @@ __device__ __forceinline__ void dj_store_tile(const DjTensorMap *map_c, unsigned
                     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(words[j][h]) : "memory");
                 }
         }
-#pragma unroll
-        for (int i = 0; i + 32 < DJ_ACC; i++)
-            acc[i] = acc[i + 32];
         if (box % DJ_OUT_BOXES == DJ_OUT_BOXES - 1) {
             // The writes reach the async proxy (TMA) before the leader's stores read them.
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -1046,6 +1043,10 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
     // with the early trigger, 34.1 with the trigger left to their exit and 35.8 without
     // dependent launches; in a probe of 75 such streaming blocks, 34 TPCs held two of them
     // against 9. Full grids ran as fast either way.
+    //
+    // The accumulators' registers are declared first: the entry block comes first in the
+    // PTX, before every statement that names them.
+    dj_acc_declare();
     dj_grid_wait();
     // The swizzle atoms must start on 1024-byte boundaries; the launch asks for 1 KiB extra
     // to round up to one. (Declaring the array 1024-aligned instead would let the compiler
@@ -1158,21 +1159,12 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     const int consumer = warpgroup - 1, lane = (int)threadIdx.x % 32, warp = (int)threadIdx.x / 32 % 4;
-    DjAcc mma[DJ_ACC_REGS];
-    float acc[DJ_ACC];
     int it = 0;
     for (dj_i64 work = first_work; work < DJ_WORK; work += work_step) {
         dj_i64 batch;
         int tm, tn;
         dj_tile_of(work, rank, batch, tm, tn);
-        if constexpr (DJ_PROMOTE)
-#pragma unroll
-            for (int i = 0; i < DJ_ACC; i++)
-                acc[i] = 0;
-        else
-#pragma unroll
-            for (int i = 0; i < DJ_ACC_REGS; i++)
-                mma[i] = 0;
+        dj_acc_clear();
         int previous = -1, k_begin, k_end;
         const int shift = dj_tile_rows(tm).shift;
         dj_k_range((int)(work % DJ_SPLITS), shift, k_begin, k_end);
@@ -1196,17 +1188,14 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             load(it, cur);
             for (int kt = k_begin; kt < k_end; kt++, it++) {
                 const int s = dj_consumer_stage(it);
-                dj_fence_acc(mma);
                 dj_wgmma_fence();
-                dj_wgmma_ktile(mma, cur, dj_operand_desc<DJ_B_KMAJOR>(b_stages + s * DJ_B_STAGE),
+                dj_wgmma_ktile(cur, dj_operand_desc<DJ_B_KMAJOR>(b_stages + s * DJ_B_STAGE),
                                DJ_SLICE_STEP<DJ_B_KMAJOR>, 1);
                 dj_wgmma_commit();
-                dj_fence_acc(mma);
                 if (kt + 1 < k_end)
                     load(it + 1, next);
                 dj_wgmma_wait<0>();
-                dj_fence_acc(mma);
-                dj_fence_acc(cur);
+                dj_fence_regs(cur);
                 if (lane == 0)
                     dj_release(empty(s), rank);
 #pragma unroll
@@ -1227,30 +1216,24 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             const unsigned sa = a_stages + s * DJ_A_STAGE + consumer * DJ_CHUNK, sb = b_stages + s * DJ_B_STAGE;
             if (DJ_A_SHIFTED && kt == 0 && shift != 0)
                 dj_clear_row_heads(sa, shift, consumer);
-            dj_fence_acc(mma);
             dj_wgmma_fence();
-            dj_wgmma_ktile(mma, dj_operand_desc<DJ_A_KMAJOR>(sa), dj_operand_desc<DJ_B_KMAJOR>(sb),
+            dj_wgmma_ktile(dj_operand_desc<DJ_A_KMAJOR>(sa), dj_operand_desc<DJ_B_KMAJOR>(sb),
                            DJ_SLICE_STEP<DJ_A_KMAJOR>, DJ_SLICE_STEP<DJ_B_KMAJOR>, !DJ_PROMOTE);
             dj_wgmma_commit();
-            dj_fence_acc(mma);
             // Promotion: this K tile's sums (its first wgmma overwrote the last tile's) are
             // added to the float registers once complete. Meanwhile the other consumer's
             // wgmma keeps the tensor cores busy.
             if constexpr (DJ_PROMOTE) {
                 dj_wgmma_wait<0>();
-                dj_fence_acc(mma);
                 if (lane == 0)
                     dj_release(empty(s), rank);
-#pragma unroll
-                for (int i = 0; i < DJ_ACC; i++)
-                    acc[i] += mma[i];
+                dj_acc_promote();
                 continue;
             }
             // The previous stage's wgmma has finished reading once at most this one is in
             // flight: hand that stage back to the producer.
             if (previous >= 0) {
                 dj_wgmma_wait<1>();
-                dj_fence_acc(mma);
                 if (lane == 0)
                     dj_release(empty(previous), rank);
             }
@@ -1258,11 +1241,13 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
 #endif
         }
         dj_wgmma_wait<0>();
-        dj_fence_acc(mma);
         if (previous >= 0 && lane == 0)
             dj_release(empty(previous), rank);
-        if constexpr (!DJ_PROMOTE)
-            dj_acc_floats(mma, acc);
+        // The TMA-store epilogue takes the sums 32 floats at a time (dj_store_tile); split-K
+        // and the other epilogues read them all.
+        float acc[DJ_ACC];
+        if constexpr (!DJ_TMA_STORE)
+            dj_acc_read(acc);
         if constexpr (DJ_SPLITS > 1)
             if (!dj_split_sum(acc, work / DJ_SPLITS, (int)(work % DJ_SPLITS),
                               dj_row_of(tm, consumer, warp, lane / 4), args, split_last))
@@ -1280,7 +1265,7 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, 1) DJ_CLUSTER_DIMS
             const DjTensorMap *const store_map = DJ_STORE_MAP;
 #endif
             dj_store_tile(store_map, out_buffers + (unsigned)consumer * DJ_OUT_BYTES, threadIdx.x % 128 == 0,
-                          consumer, batch, tm, tn, acc, args);
+                          consumer, batch, tm, tn, args);
         } else if constexpr (DJ_STAGED_EPILOGUE) {
             float *const rows = epi_rows + (consumer * 4 + warp) * 16 * DJ_EPI_STRIDE;
 #pragma unroll
