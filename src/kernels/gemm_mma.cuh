@@ -444,7 +444,6 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
     const int wm0 = warp % DJ_WARPS_M * DJ_WM, wn0 = warp / DJ_WARPS_M * DJ_WN;
 
-    dj_acc_clear();
 
     // Stage s holds K tile kt0 + s (mod DJ_STAGES). Every step commits one copy group, empty
     // or not, so that waiting for all but the newest DJ_STAGES - 2 groups always means the
@@ -479,6 +478,10 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     int read_stage = 0;
     if (kt_count > 0)
         dj_load_frags(frag[0], ra, rb, 0);
+    // Cleared here, where NVVM placed the zeros of the accumulators when they were a C++
+    // array: cleared before the first tiles' copies instead, they moved some of the main
+    // loop's ldmatrix among its mma in ptxas's schedule.
+    dj_acc_clear();
     for (int t = 0; t < kt_count; t++) {
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; kk++) {
