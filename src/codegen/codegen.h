@@ -9,6 +9,15 @@
 /* The storage type a kernel uses for a data type ("dj_half", "float", ...). */
 const char *dnnjit__cuda_type(dnnjit_data_type_t type);
 
+/* Generated device functions whose body is one volatile asm statement (the GEMM engines'
+ * accumulator registers, which only asm statements name). dnnjit__asm_line appends one line
+ * of the statement's text to `text`: printed from `fmt`, quoted, with PTX's newline.
+ * dnnjit__emit_asm_function writes the function: `head` (its name and parameters), the
+ * text (which it empties), then `operands` (the asm's operand lists from their first colon,
+ * or ""). */
+void dnnjit__asm_line(dnnjit__strbuf_t *text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dnnjit__emit_asm_function(dnnjit__strbuf_t *sb, const char *head, dnnjit__strbuf_t *text, const char *operands);
+
 /* A float literal that reads back exactly as the float nearest `v` (inf and NaN too). */
 void dnnjit__emit_float(dnnjit__strbuf_t *sb, double v);
 

@@ -24,25 +24,29 @@ static bool reserve(dnnjit__strbuf_t *sb, size_t extra)
     return true;
 }
 
-void dnnjit__sb_printf(dnnjit__strbuf_t *sb, const char *fmt, ...)
+void dnnjit__sb_vprintf(dnnjit__strbuf_t *sb, const char *fmt, va_list ap)
 {
     /* Formatted straight into the spare room; only text that does not fit is formatted a
      * second time, after growing (code generation spends much of its time here). */
-    va_list ap;
-    va_start(ap, fmt);
+    va_list again;
+    va_copy(again, ap);
     size_t room = sb->failed ? 0 : sb->cap - sb->len;
     int n = vsnprintf(room ? sb->data + sb->len : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n >= 0 && (size_t)n < room) {
+    if (n >= 0 && (size_t)n < room)
         sb->len += (size_t)n;
-        return;
+    else if (n >= 0 && reserve(sb, (size_t)n)) {
+        vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, again);
+        sb->len += (size_t)n;
     }
-    if (n < 0 || !reserve(sb, (size_t)n))
-        return;
+    va_end(again);
+}
+
+void dnnjit__sb_printf(dnnjit__strbuf_t *sb, const char *fmt, ...)
+{
+    va_list ap;
     va_start(ap, fmt);
-    vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+    dnnjit__sb_vprintf(sb, fmt, ap);
     va_end(ap);
-    sb->len += (size_t)n;
 }
 
 void dnnjit__sb_append(dnnjit__strbuf_t *sb, const char *text)

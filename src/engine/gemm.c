@@ -15,7 +15,6 @@
 #include "codegen/templates.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,24 +634,33 @@ static void emit_operand(dnnjit__strbuf_t *sb, const char *name, const char *row
     emit_batch_offset(sb, name, o);
 }
 
-/* One function of the accumulators' asm (emit_accumulators): `head` (its signature) and
- * the asm's text, a line per call of `line`, then `operands` (the asm's operand lists). */
-static void emit_asm_function(dnnjit__strbuf_t *sb, const char *head, const dnnjit__strbuf_t *text,
-                              const char *operands)
+/* dj_acc_take, dj_acc_read or dj_acc_write (emit_accumulators): `head`'s asm statement
+ * moves dj_c's first n floats to the operands v (with `write`, from them), v[i] or with
+ * `nested` v[mi][ni][e], and with `shift` moves the rest of the `count` down by n. */
+static void emit_acc_moves(dnnjit__strbuf_t *sb, const char *head, int n, int count, int ni_count, bool write,
+                           bool nested, bool shift)
 {
-    dnnjit__sb_printf(sb, "__device__ __forceinline__ void %s\n{\n    asm volatile(\"\"\n%s                 %s);\n}\n", head,
-                      text->data ? text->data : "", operands);
-}
-
-static void asm_line(dnnjit__strbuf_t *text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void asm_line(dnnjit__strbuf_t *text, const char *fmt, ...)
-{
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    dnnjit__sb_printf(text, "                 \"%s\\n\"\n", line);
+    dnnjit__strbuf_t text = {0}, operands = {0};
+    for (int i = 0; i < n; i++) {
+        if (write)
+            dnnjit__asm_line(&text, "mov.b32 dj_c%d, %%%d;", i, i);
+        else
+            dnnjit__asm_line(&text, "mov.b32 %%%d, dj_c%d;", i, i);
+    }
+    for (int i = 0; shift && i + n < count; i++)
+        dnnjit__asm_line(&text, "mov.b32 dj_c%d, dj_c%d;", i, i + n);
+    dnnjit__sb_append(&operands, write ? "::" : ":");
+    for (int i = 0; i < n; i++) {
+        dnnjit__sb_printf(&operands, "%s\"%sf\"(v", i ? ", " : " ", write ? "" : "=");
+        if (nested)
+            dnnjit__sb_printf(&operands, "[%d][%d][%d])", i / 4 / ni_count, i / 4 % ni_count, i % 4);
+        else
+            dnnjit__sb_printf(&operands, "[%d])", i);
+    }
+    if (operands.failed)
+        sb->failed = true;
+    dnnjit__emit_asm_function(sb, head, &text, operands.data ? operands.data : "");
+    dnnjit__sb_free(&operands);
 }
 
 /* The tiled kernel's accumulators and its k-step of mma.sync. The accumulators are PTX
@@ -687,22 +695,19 @@ static void emit_accumulators(dnnjit__strbuf_t *sb, kind_t kind, int mi_count, i
     };
     bool split = kind == KIND_F32X3;
     int count = mi_count * ni_count * 4;
-    char head[256];
-    dnnjit__strbuf_t text = {0}, operands = {0};
+    dnnjit__strbuf_t text = {0};
 
-    asm_line(&text, ".reg .f32 dj_c<%d>;", count);
+    dnnjit__asm_line(&text, ".reg .f32 dj_c<%d>;", count);
     if (split)
-        asm_line(&text, ".reg .f32 dj_p<%d>;", count);
-    emit_asm_function(sb, "dj_acc_declare()", &text, "");
-    dnnjit__sb_free(&text);
+        dnnjit__asm_line(&text, ".reg .f32 dj_p<%d>;", count);
+    dnnjit__emit_asm_function(sb, "dj_acc_declare()", &text, "");
 
     for (int i = 0; i < count; i++) {
-        asm_line(&text, "mov.b32 dj_c%d, 0;", i);
+        dnnjit__asm_line(&text, "mov.b32 dj_c%d, 0;", i);
         if (split)
-            asm_line(&text, "mov.b32 dj_p%d, 0;", i);
+            dnnjit__asm_line(&text, "mov.b32 dj_p%d, 0;", i);
     }
-    emit_asm_function(sb, "dj_acc_clear()", &text, "");
-    dnnjit__sb_free(&text);
+    dnnjit__emit_asm_function(sb, "dj_acc_clear()", &text, "");
 
     /* One asm statement per mma: as one statement of all of a k-step's, the 4096^3 bf16
      * kernel's main loop compiled to nearly the same SASS but ran 4% slower on the H200
@@ -729,40 +734,16 @@ static void emit_accumulators(dnnjit__strbuf_t *sb, kind_t kind, int mi_count, i
     dnnjit__sb_append(sb, "}\n");
 
     for (int i = 0; split && i < count; i++)
-        asm_line(&text, "add.f32 dj_c%d, dj_c%d, dj_p%d;\\nmov.b32 dj_p%d, 0;", i, i, i, i);
-    emit_asm_function(sb, "dj_acc_fold()", &text, "");
-    dnnjit__sb_free(&text);
+        dnnjit__asm_line(&text, "add.f32 dj_c%d, dj_c%d, dj_p%d;\\nmov.b32 dj_p%d, 0;", i, i, i, i);
+    dnnjit__emit_asm_function(sb, "dj_acc_fold()", &text, "");
 
-    /* take, read and write: v's floats are the asm's operands in dj_c's order. */
-    for (int f = 0; f < 3; f++) {
-        int n = f == 0 ? ni_count * 4 : count;
-        for (int i = 0; i < n; i++) {
-            if (f == 2)
-                asm_line(&text, "mov.b32 dj_c%d, %%%d;", i, i);
-            else
-                asm_line(&text, "mov.b32 %%%d, dj_c%d;", i, i);
-        }
-        for (int i = 0; f == 0 && i + n < count; i++)
-            asm_line(&text, "mov.b32 dj_c%d, dj_c%d;", i, i + n);
-        dnnjit__sb_append(&operands, f == 2 ? ":" : "");
-        for (int i = 0; i < n; i++) {
-            char name[32], op[64];
-            if (f == 0)
-                snprintf(name, sizeof name, "v[%d]", i);
-            else
-                snprintf(name, sizeof name, "v[%d][%d][%d]", i / 4 / ni_count, i / 4 % ni_count, i % 4);
-            snprintf(op, sizeof op, "%s\"%sf\"(%s)", i ? ", " : ": ", f == 2 ? "" : "=", name);
-            dnnjit__sb_append(&operands, op);
-        }
-        if (f == 0)
-            snprintf(head, sizeof head, "dj_acc_take(float (&v)[%d])", n);
-        else
-            snprintf(head, sizeof head, "dj_acc_%s(%sfloat (&v)[%d][%d][4])", f == 1 ? "read" : "write",
-                     f == 1 ? "" : "const ", mi_count, ni_count);
-        emit_asm_function(sb, head, &text, operands.data ? operands.data : "");
-        dnnjit__sb_free(&operands);
-        dnnjit__sb_free(&text);
-    }
+    char head[96];
+    snprintf(head, sizeof head, "dj_acc_take(float (&v)[%d])", ni_count * 4);
+    emit_acc_moves(sb, head, ni_count * 4, count, ni_count, false, false, true);
+    snprintf(head, sizeof head, "dj_acc_read(float (&v)[%d][%d][4])", mi_count, ni_count);
+    emit_acc_moves(sb, head, count, count, ni_count, false, true, false);
+    snprintf(head, sizeof head, "dj_acc_write(const float (&v)[%d][%d][4])", mi_count, ni_count);
+    emit_acc_moves(sb, head, count, count, ni_count, true, true, false);
 }
 
 static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t *part, const dnnjit__group_t *grp,

@@ -1158,25 +1158,30 @@ static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int regs, const problem
 static void emit_acc_read(dnnjit__strbuf_t *sb, const char *name, int n, bool take, int bn, const problem_t *p)
 {
     const char *sums = p->promote ? "dj_s" : "dj_d";
-    dnnjit__sb_printf(sb, "__device__ __forceinline__ void %s(float (&v)[%d])\n{\n    asm volatile(\"{\\n\"\n", name, n);
     int count = n < bn / 2 ? n : bn / 2;
+    dnnjit__strbuf_t text = {0}, operands = {0};
     if (p->acc16) {
-        dnnjit__sb_append(sb, "                 \".reg .b16 l, h;\\n\"\n");
+        dnnjit__asm_line(&text, "{\\n.reg .b16 l, h;");
         for (int i = 0; i < count / 2; i++)
-            dnnjit__sb_printf(sb, "                 \"mov.b32 {l, h}, dj_d%d;\\ncvt.f32.f16 %%%d, l;\\n"
-                                  "cvt.f32.f16 %%%d, h;\\n\"\n",
-                              i, 2 * i, 2 * i + 1);
+            dnnjit__asm_line(&text, "mov.b32 {l, h}, dj_d%d;\\ncvt.f32.f16 %%%d, l;\\ncvt.f32.f16 %%%d, h;", i, 2 * i,
+                             2 * i + 1);
     } else {
         for (int i = 0; i < count; i++)
-            dnnjit__sb_printf(sb, "                 \"mov.b32 %%%d, %s%d;\\n\"\n", i, sums, i);
+            dnnjit__asm_line(&text, "mov.b32 %%%d, %s%d;", i, sums, i);
     }
     int regs = p->acc16 ? bn / 4 : bn / 2, step = p->acc16 ? n / 2 : n;
     for (int i = 0; take && i + step < regs; i++)
-        dnnjit__sb_printf(sb, "                 \"mov.b32 %s%d, %s%d;\\n\"\n", sums, i, sums, i + step);
-    dnnjit__sb_append(sb, "                 \"}\\n\"\n                 : ");
+        dnnjit__asm_line(&text, "mov.b32 %s%d, %s%d;", sums, i, sums, i + step);
+    if (p->acc16)
+        dnnjit__asm_line(&text, "}");
     for (int i = 0; i < count; i++)
-        dnnjit__sb_printf(sb, "%s\"=f\"(v[%d])", i ? (i % 8 ? ", " : ",\n                   ") : "", i);
-    dnnjit__sb_append(sb, ");\n}\n");
+        dnnjit__sb_printf(&operands, "%s\"=f\"(v[%d])", i ? ", " : ": ", i);
+    if (operands.failed)
+        sb->failed = true;
+    char head[64];
+    snprintf(head, sizeof head, "%s(float (&v)[%d])", name, n);
+    dnnjit__emit_asm_function(sb, head, &text, operands.data ? operands.data : "");
+    dnnjit__sb_free(&operands);
 }
 
 /* The accumulators and the K tile's wgmmas. The accumulators are PTX registers of their own,
@@ -1207,22 +1212,19 @@ static void emit_acc_read(dnnjit__strbuf_t *sb, const char *name, int n, bool ta
 static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p, bool a_regs, int store_unroll)
 {
     int acc = bn / 2, regs = p->acc16 ? bn / 4 : bn / 2;
-    dnnjit__sb_printf(sb, "__device__ __forceinline__ void dj_acc_declare()\n{\n"
-                          "    asm volatile(\".reg .%s dj_d<%d>;\\n\"",
-                      p->acc16 ? "b32" : "f32", regs);
-    if (p->promote)
-        dnnjit__sb_printf(sb, " \".reg .f32 dj_s<%d>;\\n\"", acc);
-    dnnjit__sb_append(sb, ");\n}\n");
     const char *sums = p->promote ? "dj_s" : "dj_d";
-    dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_acc_clear()\n{\n    asm volatile(\"\"\n");
+    dnnjit__strbuf_t text = {0};
+    dnnjit__asm_line(&text, ".reg .%s dj_d<%d>;", p->acc16 ? "b32" : "f32", regs);
+    if (p->promote)
+        dnnjit__asm_line(&text, ".reg .f32 dj_s<%d>;", acc);
+    dnnjit__emit_asm_function(sb, "dj_acc_declare()", &text, "");
     for (int i = 0; i < (p->promote ? acc : regs); i++)
-        dnnjit__sb_printf(sb, "                 \"mov.b32 %s%d, 0;\\n\"\n", sums, i);
-    dnnjit__sb_append(sb, "                 );\n}\n");
+        dnnjit__asm_line(&text, "mov.b32 %s%d, 0;", sums, i);
+    dnnjit__emit_asm_function(sb, "dj_acc_clear()", &text, "");
     if (p->promote) {
-        dnnjit__sb_append(sb, "__device__ __forceinline__ void dj_acc_promote()\n{\n    asm volatile(\"\"\n");
         for (int i = 0; i < acc; i++)
-            dnnjit__sb_printf(sb, "                 \"add.f32 dj_s%d, dj_s%d, dj_d%d;\\n\"\n", i, i, i);
-        dnnjit__sb_append(sb, "                 );\n}\n");
+            dnnjit__asm_line(&text, "add.f32 dj_s%d, dj_s%d, dj_d%d;", i, i, i);
+        dnnjit__emit_asm_function(sb, "dj_acc_promote()", &text, "");
     } else {
         /* Named only in a statement that `if constexpr` discards, which needs no definition. */
         dnnjit__sb_append(sb, "__device__ void dj_acc_promote();\n");
