@@ -20,3 +20,36 @@ void dnnjit__emit_asm_function(dnnjit__strbuf_t *sb, const char *head, dnnjit__s
                       text->data ? text->data : "", operands);
     dnnjit__sb_free(text);
 }
+
+void dnnjit__emit_reg_moves(dnnjit__strbuf_t *sb, const char *head, const dnnjit__reg_moves_t *m)
+{
+    dnnjit__strbuf_t text = {0}, operands = {0};
+    int regs_moved = m->halves ? m->n / 2 : m->n;
+    if (m->halves)
+        dnnjit__asm_line(&text, "{\\n.reg .b16 l, h;");
+    for (int i = 0; i < regs_moved; i++) {
+        if (m->halves)
+            dnnjit__asm_line(&text, "mov.b32 {l, h}, %s%d;\\ncvt.f32.f16 %%%d, l;\\ncvt.f32.f16 %%%d, h;", m->reg, i,
+                             2 * i, 2 * i + 1);
+        else if (m->write)
+            dnnjit__asm_line(&text, "mov.b32 %s%d, %%%d;", m->reg, i, i);
+        else
+            dnnjit__asm_line(&text, "mov.b32 %%%d, %s%d;", i, m->reg, i);
+    }
+    for (int i = 0; m->shift && i + regs_moved < m->count; i++)
+        dnnjit__asm_line(&text, "mov.b32 %s%d, %s%d;", m->reg, i, m->reg, i + regs_moved);
+    if (m->halves)
+        dnnjit__asm_line(&text, "}");
+    dnnjit__sb_append(&operands, m->write ? "::" : ":");
+    for (int i = 0; i < m->n; i++) {
+        dnnjit__sb_printf(&operands, "%s\"%sf\"(v", i ? ", " : " ", m->write ? "" : "=");
+        if (m->nested > 0)
+            dnnjit__sb_printf(&operands, "[%d][%d][%d])", i / 4 / m->nested, i / 4 % m->nested, i % 4);
+        else
+            dnnjit__sb_printf(&operands, "[%d])", i);
+    }
+    if (operands.failed)
+        sb->failed = true;
+    dnnjit__emit_asm_function(sb, head, &text, operands.data ? operands.data : "");
+    dnnjit__sb_free(&operands);
+}

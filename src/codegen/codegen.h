@@ -18,6 +18,20 @@ const char *dnnjit__cuda_type(dnnjit_data_type_t type);
 void dnnjit__asm_line(dnnjit__strbuf_t *text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dnnjit__emit_asm_function(dnnjit__strbuf_t *sb, const char *head, dnnjit__strbuf_t *text, const char *operands);
 
+/* The moves between a GEMM engine's accumulator registers and a generated function's float
+ * operands v: dnnjit__emit_reg_moves writes function `head`, whose asm statement moves the
+ * first n floats of registers reg0 .. reg<count - 1> into v (with `write`, from v into them;
+ * with `halves`, each register holds two fp16 halves, the lower one first, which it reads
+ * as floats: n / 2 registers), then with `shift` moves the other registers down by as many
+ * as it read. Operand i is v[i], or with `nested` > 0 v[i / 4 / nested][i / 4 % nested][i % 4]
+ * (fragments of four floats, `nested` to a row). */
+typedef struct dnnjit__reg_moves {
+    const char *reg;
+    int count, n, nested;
+    bool write, halves, shift;
+} dnnjit__reg_moves_t;
+void dnnjit__emit_reg_moves(dnnjit__strbuf_t *sb, const char *head, const dnnjit__reg_moves_t *m);
+
 /* A float literal that reads back exactly as the float nearest `v` (inf and NaN too). */
 void dnnjit__emit_float(dnnjit__strbuf_t *sb, double v);
 

@@ -634,35 +634,6 @@ static void emit_operand(dnnjit__strbuf_t *sb, const char *name, const char *row
     emit_batch_offset(sb, name, o);
 }
 
-/* dj_acc_take, dj_acc_read or dj_acc_write (emit_accumulators): `head`'s asm statement
- * moves dj_c's first n floats to the operands v (with `write`, from them), v[i] or with
- * `nested` v[mi][ni][e], and with `shift` moves the rest of the `count` down by n. */
-static void emit_acc_moves(dnnjit__strbuf_t *sb, const char *head, int n, int count, int ni_count, bool write,
-                           bool nested, bool shift)
-{
-    dnnjit__strbuf_t text = {0}, operands = {0};
-    for (int i = 0; i < n; i++) {
-        if (write)
-            dnnjit__asm_line(&text, "mov.b32 dj_c%d, %%%d;", i, i);
-        else
-            dnnjit__asm_line(&text, "mov.b32 %%%d, dj_c%d;", i, i);
-    }
-    for (int i = 0; shift && i + n < count; i++)
-        dnnjit__asm_line(&text, "mov.b32 dj_c%d, dj_c%d;", i, i + n);
-    dnnjit__sb_append(&operands, write ? "::" : ":");
-    for (int i = 0; i < n; i++) {
-        dnnjit__sb_printf(&operands, "%s\"%sf\"(v", i ? ", " : " ", write ? "" : "=");
-        if (nested)
-            dnnjit__sb_printf(&operands, "[%d][%d][%d])", i / 4 / ni_count, i / 4 % ni_count, i % 4);
-        else
-            dnnjit__sb_printf(&operands, "[%d])", i);
-    }
-    if (operands.failed)
-        sb->failed = true;
-    dnnjit__emit_asm_function(sb, head, &text, operands.data ? operands.data : "");
-    dnnjit__sb_free(&operands);
-}
-
 /* The tiled kernel's accumulators and its k-step of mma.sync. The accumulators are PTX
  * registers of their own, dj_c0.. (DJ_MI * DJ_NI * 4 floats: fragment (mi, ni)'s four at
  * 4 * (mi * DJ_NI + ni)), and for fp32 as three products (DJ_KIND 3) a tile's sums dj_p0..
@@ -737,13 +708,16 @@ static void emit_accumulators(dnnjit__strbuf_t *sb, kind_t kind, int mi_count, i
         dnnjit__asm_line(&text, "add.f32 dj_c%d, dj_c%d, dj_p%d;\\nmov.b32 dj_p%d, 0;", i, i, i, i);
     dnnjit__emit_asm_function(sb, "dj_acc_fold()", &text, "");
 
+    dnnjit__reg_moves_t moves = {.reg = "dj_c", .count = count, .n = ni_count * 4, .shift = true};
     char head[96];
     snprintf(head, sizeof head, "dj_acc_take(float (&v)[%d])", ni_count * 4);
-    emit_acc_moves(sb, head, ni_count * 4, count, ni_count, false, false, true);
+    dnnjit__emit_reg_moves(sb, head, &moves);
+    moves = (dnnjit__reg_moves_t){.reg = "dj_c", .count = count, .n = count, .nested = ni_count};
     snprintf(head, sizeof head, "dj_acc_read(float (&v)[%d][%d][4])", mi_count, ni_count);
-    emit_acc_moves(sb, head, count, count, ni_count, false, true, false);
+    dnnjit__emit_reg_moves(sb, head, &moves);
+    moves.write = true;
     snprintf(head, sizeof head, "dj_acc_write(const float (&v)[%d][%d][4])", mi_count, ni_count);
-    emit_acc_moves(sb, head, count, count, ni_count, true, true, false);
+    dnnjit__emit_reg_moves(sb, head, &moves);
 }
 
 static dnnjit_status_t gemm_generate(dnnjit_graph_t g, const dnnjit__partition_t *part, const dnnjit__group_t *grp,

@@ -1154,34 +1154,17 @@ static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int regs, const problem
 
 /* dj_acc_take, dj_acc_peek or dj_acc_read (emit_wgmma): `name(v)` reads the sums' first n
  * floats into v (as many as there are: a tile of 64 columns has 32), and with `take` moves
- * the rest down by n floats. */
+ * the rest down as far. */
 static void emit_acc_read(dnnjit__strbuf_t *sb, const char *name, int n, bool take, int bn, const problem_t *p)
 {
-    const char *sums = p->promote ? "dj_s" : "dj_d";
-    int count = n < bn / 2 ? n : bn / 2;
-    dnnjit__strbuf_t text = {0}, operands = {0};
-    if (p->acc16) {
-        dnnjit__asm_line(&text, "{\\n.reg .b16 l, h;");
-        for (int i = 0; i < count / 2; i++)
-            dnnjit__asm_line(&text, "mov.b32 {l, h}, dj_d%d;\\ncvt.f32.f16 %%%d, l;\\ncvt.f32.f16 %%%d, h;", i, 2 * i,
-                             2 * i + 1);
-    } else {
-        for (int i = 0; i < count; i++)
-            dnnjit__asm_line(&text, "mov.b32 %%%d, %s%d;", i, sums, i);
-    }
-    int regs = p->acc16 ? bn / 4 : bn / 2, step = p->acc16 ? n / 2 : n;
-    for (int i = 0; take && i + step < regs; i++)
-        dnnjit__asm_line(&text, "mov.b32 %s%d, %s%d;", sums, i, sums, i + step);
-    if (p->acc16)
-        dnnjit__asm_line(&text, "}");
-    for (int i = 0; i < count; i++)
-        dnnjit__sb_printf(&operands, "%s\"=f\"(v[%d])", i ? ", " : ": ", i);
-    if (operands.failed)
-        sb->failed = true;
     char head[64];
     snprintf(head, sizeof head, "%s(float (&v)[%d])", name, n);
-    dnnjit__emit_asm_function(sb, head, &text, operands.data ? operands.data : "");
-    dnnjit__sb_free(&operands);
+    dnnjit__emit_reg_moves(sb, head,
+                           &(dnnjit__reg_moves_t){.reg = p->promote ? "dj_s" : "dj_d",
+                                                  .count = p->acc16 ? bn / 4 : bn / 2,
+                                                  .n = n < bn / 2 ? n : bn / 2,
+                                                  .halves = p->acc16,
+                                                  .shift = take});
 }
 
 /* The accumulators and the K tile's wgmmas. The accumulators are PTX registers of their own,

@@ -444,7 +444,6 @@ extern "C" __global__ void __launch_bounds__(DJ_THREADS, DJ_MIN_BLOCKS) dj_gemm(
     const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
     const int wm0 = warp % DJ_WARPS_M * DJ_WM, wn0 = warp / DJ_WARPS_M * DJ_WN;
 
-
     // Stage s holds K tile kt0 + s (mod DJ_STAGES). Every step commits one copy group, empty
     // or not, so that waiting for all but the newest DJ_STAGES - 2 groups always means the
     // next tile to be read has landed.
