@@ -242,7 +242,7 @@ template <typename M, typename T, bool KMAJOR, int MNT, dj_i64 MN, dj_i64 SMN, d
     // every copy, it doubles the kernel's compile time. It takes what it reads as values,
     // not `this`: a member function out of line takes the copy's address, which kept both
     // operands' copies in a 112-byte stack frame and took NVVM about 30 ms longer over the
-    // 4096^3 kernel on 128x256 tiles (the whole compile 170-184 ms locally against 210-220).
+    // 4096^3 kernel on 128x256 tiles (the whole compile 181-189 ms locally against 216-243).
     static __device__ __noinline__ void copy_elements(const M *g, int mn0, T *stage, dj_i64 k0)
     {
         dj_fill_elements<T, KMAJOR, MNT, MN>(stage, mn0, k0,
