@@ -1,3 +1,5 @@
+/* Generated device functions made of one volatile asm statement, for the GEMM engines'
+ * accumulator registers (declared in codegen.h). */
 #include "codegen/codegen.h"
 
 void dnnjit__asm_line(dnnjit__strbuf_t *text, const char *fmt, ...)

@@ -1152,19 +1152,17 @@ static void emit_one_wgmma(dnnjit__strbuf_t *sb, int bn, int regs, const problem
         dnnjit__sb_printf(sb, "}, a, b, %s, 1, 1, %d, %d;\\n\"\n", scale_d, p->a.kmajor ? 0 : 1, p->b.kmajor ? 0 : 1);
 }
 
-/* dj_acc_take, dj_acc_peek or dj_acc_read (emit_wgmma): `name(v)` reads the sums' first n
- * floats into v (as many as there are: a tile of 64 columns has 32), and with `take` moves
- * the rest down as far. */
-static void emit_acc_read(dnnjit__strbuf_t *sb, const char *name, int n, bool take, int bn, const problem_t *p)
+/* dj_acc_take, dj_acc_peek or dj_acc_read (emit_wgmma): `name(v)` reads the first n floats
+ * of the sums' registers (`sums`: their name, count and halves) into v (as many as there
+ * are: a tile of 64 columns has 32), and with `take` moves the rest down as far. */
+static void emit_acc_read(dnnjit__strbuf_t *sb, const char *name, int n, bool take, dnnjit__reg_moves_t sums)
 {
     char head[64];
     snprintf(head, sizeof head, "%s(float (&v)[%d])", name, n);
-    dnnjit__emit_reg_moves(sb, head,
-                           &(dnnjit__reg_moves_t){.reg = p->promote ? "dj_s" : "dj_d",
-                                                  .count = p->acc16 ? bn / 4 : bn / 2,
-                                                  .n = n < bn / 2 ? n : bn / 2,
-                                                  .halves = p->acc16,
-                                                  .shift = take});
+    int floats = sums.halves ? 2 * sums.count : sums.count;
+    sums.n = n < floats ? n : floats;
+    sums.shift = take;
+    dnnjit__emit_reg_moves(sb, head, &sums);
 }
 
 /* The accumulators and the K tile's wgmmas. The accumulators are PTX registers of their own,
@@ -1195,14 +1193,17 @@ static void emit_acc_read(dnnjit__strbuf_t *sb, const char *name, int n, bool ta
 static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p, bool a_regs, int store_unroll)
 {
     int acc = bn / 2, regs = p->acc16 ? bn / 4 : bn / 2;
-    const char *sums = p->promote ? "dj_s" : "dj_d";
+    /* The sums' registers, which the clear and the reads name: dj_s with promotion, else
+     * wgmma's own. */
+    dnnjit__reg_moves_t sums = p->promote ? (dnnjit__reg_moves_t){.reg = "dj_s", .count = acc}
+                                          : (dnnjit__reg_moves_t){.reg = "dj_d", .count = regs, .halves = p->acc16};
     dnnjit__strbuf_t text = {0};
     dnnjit__asm_line(&text, ".reg .%s dj_d<%d>;", p->acc16 ? "b32" : "f32", regs);
     if (p->promote)
         dnnjit__asm_line(&text, ".reg .f32 dj_s<%d>;", acc);
     dnnjit__emit_asm_function(sb, "dj_acc_declare()", &text, "");
-    for (int i = 0; i < (p->promote ? acc : regs); i++)
-        dnnjit__asm_line(&text, "mov.b32 %s%d, 0;", sums, i);
+    for (int i = 0; i < sums.count; i++)
+        dnnjit__asm_line(&text, "mov.b32 %s%d, 0;", sums.reg, i);
     dnnjit__emit_asm_function(sb, "dj_acc_clear()", &text, "");
     if (p->promote) {
         for (int i = 0; i < acc; i++)
@@ -1212,9 +1213,9 @@ static void emit_wgmma(dnnjit__strbuf_t *sb, int bn, const problem_t *p, bool a_
         /* Named only in a statement that `if constexpr` discards, which needs no definition. */
         dnnjit__sb_append(sb, "__device__ void dj_acc_promote();\n");
     }
-    emit_acc_read(sb, "dj_acc_take", 32 * store_unroll, true, bn, p);
-    emit_acc_read(sb, "dj_acc_peek", 4, false, bn, p);
-    emit_acc_read(sb, "dj_acc_read", acc, false, bn, p);
+    emit_acc_read(sb, "dj_acc_take", 32 * store_unroll, true, sums);
+    emit_acc_read(sb, "dj_acc_peek", 4, false, sums);
+    emit_acc_read(sb, "dj_acc_read", acc, false, sums);
 
     /* The asm's operands: A's descriptor, B's, the slices' steps and `accumulate`; or with A
      * from registers A's 16 registers, B's four descriptors (each computed outside: ptxas
