@@ -440,9 +440,12 @@ typedef struct dnnjit_pointwise_attr {
     bool has_relu_upper_clip;             /* RELU: also y = min(y, upper) */
     double relu_upper_clip;
     double relu_lower_clip_slope;         /* RELU: slope below the lower clip; default 0 */
-    double elu_alpha;                     /* ELU: 0 means 1.0 */
-    double softplus_beta;                 /* SOFTPLUS: 0 means 1.0 */
-    double swish_beta;                    /* SWISH: 0 means 1.0 */
+    double elu_alpha;                     /* ELU: 0 means 1.0 unless has_elu_alpha */
+    double softplus_beta;                 /* SOFTPLUS: 0 means 1.0 unless has_softplus_beta */
+    double swish_beta;                    /* SWISH: 0 means 1.0 unless has_swish_beta */
+    bool has_elu_alpha;                   /* take elu_alpha as given, even 0 (ELU is then RELU) */
+    bool has_softplus_beta;               /* take softplus_beta as given (0 is refused: softplus divides by it) */
+    bool has_swish_beta;                  /* take swish_beta as given, even 0 (SWISH is then x / 2) */
 } dnnjit_pointwise_attr_t;
 
 DNNJIT_API dnnjit_status_t dnnjit_graph_pointwise(dnnjit_graph_t graph, const dnnjit_pointwise_attr_t *attr,
@@ -499,7 +502,8 @@ typedef struct dnnjit_norm_attr {
     dnnjit_data_type_t compute_data_type;
     int norm_axes;           /* 0: all but the first axis */
     dnnjit_tensor_t epsilon; /* NONE: use epsilon_value */
-    double epsilon_value;    /* 0 means 1e-5 */
+    double epsilon_value;    /* 0 means 1e-5 unless has_epsilon_value */
+    bool has_epsilon_value;  /* take epsilon_value as given, even 0 */
 } dnnjit_norm_attr_t;
 
 /* bias may be NONE for rmsnorm, not for layernorm. mean / inv_variance may be NULL in the

@@ -306,10 +306,13 @@ static void pointwise_attributes_round_trip(void **state)
     TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "swish", .mode = DNNJIT_POINTWISE_SWISH_BWD,
                                                                .swish_beta = 1.702},
                                  sp, x, 0, &sw));
-    /* An ELU left at the default alpha (0 means 1.0). */
+    /* An ELU left at the default alpha (0 means 1.0), and one whose alpha is 0 as given. */
     TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "elu_default",
                                                                .mode = DNNJIT_POINTWISE_ELU_FWD},
                                  sw, 0, 0, &d));
+    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "elu_zero", .mode = DNNJIT_POINTWISE_ELU_FWD,
+                                                               .has_elu_alpha = true},
+                                 d, 0, 0, &d));
     TU_OK(dnnjit_tensor_set_output(g, d, true));
     char *text;
     dnnjit_graph_t h = round_trip(g, &text);
@@ -323,6 +326,7 @@ static void pointwise_attributes_round_trip(void **state)
     assert_true(node_named(h, "softplus")->attr.pointwise.softplus_beta == 2.5);
     assert_true(node_named(h, "swish")->attr.pointwise.swish_beta == 1.702);
     assert_true(node_named(h, "elu_default")->attr.pointwise.elu_alpha == 1.0);
+    assert_true(node_named(h, "elu_zero")->attr.pointwise.elu_alpha == 0.0);
     free(text);
     dnnjit_graph_destroy(h);
     dnnjit_graph_destroy(g);
@@ -1081,6 +1085,33 @@ static void invalid_softmax_stats_outputs(void **state)
                         "node \"sm\": field \"stats\": unknown softmax stats kind \"ALL\"");
 }
 
+/* A field left out takes its default; a field given is used as it is, 0 included, and a
+ * softplus beta of 0 is refused. */
+static void defaulted_attribute_fields(void **state)
+{
+    (void)state;
+    char doc[1024];
+    const char *const nodes[] = {"'mode': 'ELU_FWD'", "'mode': 'ELU_FWD', 'elu_alpha': 0"};
+    const double want[] = {1.0, 0.0};
+    for (int i = 0; i < 2; i++) {
+        snprintf(doc, sizeof doc,
+                 "{'json_version': '1.0', 'context': {'io_data_type': 'FLOAT'},"
+                 " 'tensors': {'P': {'dim': [2, 8]}, 'Y': {'dim': [2, 8]}},"
+                 " 'nodes': [{'tag': 'POINTWISE', 'name': 'e', %s, 'inputs': {'IN_0': 'P'},"
+                 " 'outputs': {'OUT_0': 'Y'}}]}",
+                 nodes[i]);
+        char *text = dq(doc);
+        dnnjit_graph_t g = load(text);
+        assert_true(node_named(g, "e")->attr.pointwise.elu_alpha == want[i]);
+        free(text);
+        dnnjit_graph_destroy(g);
+    }
+    expect_node_failure("'Y': {'dim': [2, 8]}",
+                        "{'tag': 'POINTWISE', 'name': 'sp', 'mode': 'SOFTPLUS_FWD', 'softplus_beta': 0,"
+                        " 'inputs': {'IN_0': 'P'}, 'outputs': {'OUT_0': 'Y'}}",
+                        "pointwise \"sp\": softplus_beta is 0, and softplus divides by it");
+}
+
 static void invalid_layernorm_phase_outputs(void **state)
 {
     (void)state;
@@ -1168,6 +1199,7 @@ int main(void)
         cmocka_unit_test(output_is_deterministic),
         cmocka_unit_test(nodes_out_of_order),
         cmocka_unit_test(hand_written_defaults),
+        cmocka_unit_test(defaulted_attribute_fields),
         cmocka_unit_test(null_arguments),
         cmocka_unit_test(to_json_validates_first),
         cmocka_unit_test(non_utf8_name_cannot_be_written),

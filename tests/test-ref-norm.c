@@ -140,13 +140,15 @@ static void rmsnorm_training_with_bias(void **state)
 }
 
 /* Layer norm of X = [[0, 2]] (mean 1, variance 1) gives [-1, 1] / sqrt(1 + eps). */
-static void check_epsilon(rt_t *r, dnnjit_tensor_t x, dnnjit_tensor_t eps_tensor, double attr_eps, double want_eps)
+static void check_epsilon(rt_t *r, dnnjit_tensor_t x, dnnjit_tensor_t eps_tensor, double attr_eps, bool given,
+                          double want_eps)
 {
     dnnjit_tensor_t scale = tu_tensor(r->g, "scale", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET);
     dnnjit_tensor_t bias = tu_tensor(r->g, "bias", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET), y;
     TU_OK(dnnjit_graph_layernorm(r->g, x, scale, bias,
-                                 &(dnnjit_norm_attr_t){.epsilon = eps_tensor, .epsilon_value = attr_eps}, &y, NULL,
-                                 NULL));
+                                 &(dnnjit_norm_attr_t){.epsilon = eps_tensor, .epsilon_value = attr_eps,
+                                                       .has_epsilon_value = given},
+                                 &y, NULL, NULL));
     static const double vx[] = {0, 2}, ones[] = {1, 1}, zeros[] = {0, 0};
     rt_in(r, x, vx);
     rt_in(r, scale, ones);
@@ -163,10 +165,13 @@ static void norm_epsilon_sources(void **state)
 {
     (void)state;
     rt_t r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
-    check_epsilon(&r, tu_tensor(r.g, "X", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET), no_tensor, 0, 1e-5);
+    check_epsilon(&r, tu_tensor(r.g, "X", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET), no_tensor, 0, false, 1e-5);
     r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
-    check_epsilon(&r, tu_tensor(r.g, "X", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET), no_tensor, 0.125,
+    check_epsilon(&r, tu_tensor(r.g, "X", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET), no_tensor, 0.125, false,
                   0.125);
+    /* 0 with has_epsilon_value is used as given. */
+    r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
+    check_epsilon(&r, tu_tensor(r.g, "X", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET), no_tensor, 0, true, 0);
     /* A fixed pass-by-value EPSILON wins over the attribute. */
     r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
     dnnjit_tensor_t x = tu_tensor(r.g, "X", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET), eps;
@@ -174,14 +179,14 @@ static void norm_epsilon_sources(void **state)
                                                             .is_pass_by_value = true, .has_value = true,
                                                             .value = 0.5, .data_type = DNNJIT_DATA_TYPE_FLOAT},
                               &eps));
-    check_epsilon(&r, x, eps, 0.125, 0.5);
+    check_epsilon(&r, x, eps, 0.125, false, 0.5);
     /* So does an EPSILON tensor in memory (FLOAT, so 0.3 is read as float's 0.3). */
     r = rt_make(DNNJIT_DATA_TYPE_DOUBLE);
     x = tu_tensor(r.g, "X", 2, TU_DIMS(1, 2), NULL, DNNJIT_DATA_TYPE_NOT_SET);
     eps = tu_tensor(r.g, "eps", 2, TU_DIMS(1, 1), NULL, DNNJIT_DATA_TYPE_FLOAT);
     static const double veps[] = {0.3};
     rt_in(&r, eps, veps);
-    check_epsilon(&r, x, eps, 0.125, (double)0.3f);
+    check_epsilon(&r, x, eps, 0.125, false, (double)0.3f);
 }
 
 static void layernorm_strided_half(void **state)

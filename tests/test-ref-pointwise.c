@@ -262,8 +262,12 @@ static void relu_backward_clips_and_slope(void **state)
 static double elu_half(double x) { return x > 0 ? x : 0.5 * (exp(x) - 1); }
 static double softplus_two(double x) { return log(1 + exp(2 * x)) / 2; }
 static double swish_two(double x) { return x / (1 + exp(-2 * x)); }
+static double elu_one(double x) { return x > 0 ? x : exp(x) - 1; }
+static double elu_zero(double x) { return x > 0 ? x : 0; }
+static double swish_zero(double x) { return x / 2; }
 
-/* ELU alpha, softplus beta and swish beta change the forward and backward modes. */
+/* ELU alpha, softplus beta and swish beta change the forward and backward modes; 0 alone
+ * takes the default, and 0 with its has_ flag is used as given. */
 static void activation_attributes(void **state)
 {
     (void)state;
@@ -275,6 +279,9 @@ static void activation_attributes(void **state)
         {M(ELU_FWD), M(ELU_BWD), {.elu_alpha = 0.5}, elu_half},
         {M(SOFTPLUS_FWD), M(SOFTPLUS_BWD), {.softplus_beta = 2.0}, softplus_two},
         {M(SWISH_FWD), M(SWISH_BWD), {.swish_beta = 2.0}, swish_two},
+        {M(ELU_FWD), M(ELU_BWD), {.elu_alpha = 0}, elu_one},
+        {M(ELU_FWD), M(ELU_BWD), {.elu_alpha = 0, .has_elu_alpha = true}, elu_zero},
+        {M(SWISH_FWD), M(SWISH_BWD), {.swish_beta = 0, .has_swish_beta = true}, swish_zero},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         dnnjit_pointwise_attr_t attr = cases[c].attr;

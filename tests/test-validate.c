@@ -491,6 +491,21 @@ CASE(pointwise_wrong_input_counts)
              "mode RELU_BWD takes 2 inputs but IN_0 is missing");
 }
 
+CASE(pointwise_softplus_beta_zero)
+{
+    G;
+    dnnjit_tensor_t a = in(g, "A", 1, TU_DIMS(2)), y;
+    OP_FAILS(g,
+             dnnjit_graph_pointwise(g,
+                                    &(dnnjit_pointwise_attr_t){.name = "sp", .mode = DNNJIT_POINTWISE_SOFTPLUS_BWD,
+                                                               .has_softplus_beta = true},
+                                    a, a, 0, &y),
+             DNNJIT_STATUS_INVALID_GRAPH, "pointwise \"sp\": softplus_beta is 0, and softplus divides by it");
+    /* 0 alone is the default beta, 1. */
+    TU_OK(dnnjit_graph_pointwise(g, &(dnnjit_pointwise_attr_t){.name = "sp", .mode = DNNJIT_POINTWISE_SOFTPLUS_FWD}, a,
+                                 0, 0, &y));
+}
+
 CASE(pointwise_broadcast_failure)
 {
     G;
@@ -1450,6 +1465,7 @@ int main(void)
         T(duplicate_node_name),
         T(pointwise_unknown_mode),
         T(pointwise_wrong_input_counts),
+        T(pointwise_softplus_beta_zero),
         T(pointwise_broadcast_failure),
         T(pointwise_broadcast_failure_names_the_clashing_input),
         T(inferred_dims_overflow),

@@ -216,6 +216,7 @@ _POINTWISE_ALIASES = {
     "softplus_beta": "softplus_beta",
     "swish_beta": "swish_beta",
 }
+_POINTWISE_DEFAULTED = {"elu_alpha", "softplus_beta", "swish_beta"}
 _POINTWISE_FIELDS = {"relu_lower_clip", "relu_upper_clip", "relu_lower_clip_slope", "elu_alpha", "softplus_beta",
                      "swish_beta"}
 
@@ -360,6 +361,10 @@ class pygraph:
                 raise TypeError(f"pointwise: unexpected keyword argument {key!r}")
             if value is not None:
                 fields[field] = float(value)
+                # A number given is used as it is, 0 included (the C API reads 0 alone
+                # as "the default").
+                if field in _POINTWISE_DEFAULTED:
+                    fields["has_" + field] = True
         upper = fields.pop("relu_upper_clip", None)
         attr = _lib.PointwiseAttr(name=_name_arg(name), mode=int(pointwise_mode(mode)),
                                   compute_data_type=_dtype_arg(compute_data_type),
@@ -419,6 +424,7 @@ class pygraph:
             attr.epsilon = self._tensor_id(epsilon, "epsilon")
         elif epsilon is not None:
             attr.epsilon_value = float(epsilon)
+            attr.has_epsilon_value = True
         return attr
 
     def layernorm(self, norm_forward_phase, input, scale, bias, epsilon=None, compute_data_type=None, name=None,

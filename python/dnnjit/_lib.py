@@ -95,7 +95,9 @@ class PointwiseAttr(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("mode", c_enum), ("compute_data_type", c_enum),
                 ("relu_lower_clip", ctypes.c_double), ("has_relu_upper_clip", ctypes.c_bool),
                 ("relu_upper_clip", ctypes.c_double), ("relu_lower_clip_slope", ctypes.c_double),
-                ("elu_alpha", ctypes.c_double), ("softplus_beta", ctypes.c_double), ("swish_beta", ctypes.c_double)]
+                ("elu_alpha", ctypes.c_double), ("softplus_beta", ctypes.c_double), ("swish_beta", ctypes.c_double),
+                ("has_elu_alpha", ctypes.c_bool), ("has_softplus_beta", ctypes.c_bool),
+                ("has_swish_beta", ctypes.c_bool)]
 
 
 class ReductionAttr(ctypes.Structure):
@@ -109,7 +111,8 @@ class SoftmaxAttr(ctypes.Structure):
 
 class NormAttr(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("phase", c_enum), ("compute_data_type", c_enum),
-                ("norm_axes", ctypes.c_int), ("epsilon", c_tensor), ("epsilon_value", ctypes.c_double)]
+                ("norm_axes", ctypes.c_int), ("epsilon", c_tensor), ("epsilon_value", ctypes.c_double),
+                ("has_epsilon_value", ctypes.c_bool)]
 
 
 class SdpaAttr(ctypes.Structure):

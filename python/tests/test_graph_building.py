@@ -149,6 +149,22 @@ def test_pointwise_attributes_reach_the_node(g):
     assert (nodes["e"]["elu_alpha"], nodes["s"]["swish_beta"], nodes["p"]["softplus_beta"]) == (0.5, 2.0, 3.0)
 
 
+def test_zero_attributes_are_used_as_given(g):
+    # The C API reads a 0 alone as "the default"; a 0 given here must still be 0.
+    x = g.tensor(name="x", dim=[4, 16])
+    g.elu(x, alpha=0.0, name="e").set_output(True)
+    g.swish(x, swish_beta=0.0, name="s").set_output(True)
+    g.elu(x, name="d").set_output(True)
+    scale, bias = g.tensor(name="sc", dim=[1, 16]), g.tensor(name="b", dim=[1, 16])
+    g.layernorm(cudnn.norm_forward_phase.INFERENCE, x, scale, bias, epsilon=0.0, name="ln")[0].set_output(True)
+    g.rmsnorm(cudnn.norm_forward_phase.INFERENCE, x, scale, name="rn")[0].set_output(True)
+    nodes = {n["name"]: n for n in graph_json(g)["nodes"]}
+    assert (nodes["e"]["elu_alpha"], nodes["s"]["swish_beta"], nodes["d"]["elu_alpha"]) == (0.0, 0.0, 1.0)
+    assert (nodes["ln"]["epsilon_value"], nodes["rn"]["epsilon_value"]) == (0.0, 1e-5)
+    with pytest.raises(cudnn.InvalidGraphError, match="softplus_beta is 0"):
+        g.softplus(x, softplus_beta=0.0, name="p")
+
+
 def test_pointwise_rejects_unknown_keywords(g):
     with pytest.raises(TypeError, match="gamma"):
         g.relu(g.tensor(dim=[1]), gamma=1.0)

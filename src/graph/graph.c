@@ -595,7 +595,6 @@ static dnnjit_status_t add_op(dnnjit_graph_t g, const char *fn, dnnjit__node_t *
     if (index < 0)
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "%s \"%s\": out of memory", label, nname);
     dnnjit__node_t *n = &g->nodes[index];
-    dnnjit__resolve_attr(n);
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
     for (int i = 0; i < ports->n_out && !s; i++) {
         if (!(want_out >> i & 1))
@@ -635,6 +634,14 @@ static dnnjit_status_t add_op(dnnjit_graph_t g, const char *fn, dnnjit__node_t *
     return DNNJIT_STATUS_SUCCESS;
 }
 
+/* An attribute with a default: the C API's 0 means the default unless its has_ flag says
+ * the 0 is meant. */
+static void take_given(double *field, double value, bool has)
+{
+    if (has || value != 0)
+        *field = value;
+}
+
 dnnjit_status_t dnnjit_graph_matmul(dnnjit_graph_t g, dnnjit_tensor_t a, dnnjit_tensor_t b,
                                     const dnnjit_matmul_attr_t *attr, dnnjit_tensor_t *c)
 {
@@ -666,9 +673,10 @@ dnnjit_status_t dnnjit_graph_pointwise(dnnjit_graph_t g, const dnnjit_pointwise_
     n.attr.pointwise.has_relu_upper_clip = attr->has_relu_upper_clip;
     n.attr.pointwise.relu_upper_clip = attr->relu_upper_clip;
     n.attr.pointwise.relu_lower_clip_slope = attr->relu_lower_clip_slope;
-    n.attr.pointwise.elu_alpha = attr->elu_alpha;
-    n.attr.pointwise.softplus_beta = attr->softplus_beta;
-    n.attr.pointwise.swish_beta = attr->swish_beta;
+    dnnjit__attr_defaults(DNNJIT_OP_POINTWISE, &n.attr);
+    take_given(&n.attr.pointwise.elu_alpha, attr->elu_alpha, attr->has_elu_alpha);
+    take_given(&n.attr.pointwise.softplus_beta, attr->softplus_beta, attr->has_softplus_beta);
+    take_given(&n.attr.pointwise.swish_beta, attr->swish_beta, attr->has_swish_beta);
     return add_op(g, "dnnjit_graph_pointwise", &n, 1, (dnnjit_tensor_t *[]){out});
 }
 
@@ -723,7 +731,8 @@ static dnnjit__node_t norm_node(dnnjit_op_t op, const dnnjit_norm_attr_t *attr)
     dnnjit__node_t n = {.op = op, .name = (char *)at.name, .compute_type = at.compute_data_type};
     n.attr.norm.phase = at.phase;
     n.attr.norm.norm_axes = at.norm_axes;
-    n.attr.norm.epsilon_value = at.epsilon_value;
+    dnnjit__attr_defaults(op, &n.attr);
+    take_given(&n.attr.norm.epsilon_value, at.epsilon_value, at.has_epsilon_value);
     return n;
 }
 

@@ -44,9 +44,9 @@ typedef union dnnjit__op_attr {
         bool has_relu_upper_clip;
         double relu_upper_clip;
         double relu_lower_clip_slope;
-        double elu_alpha;     /* resolved: never 0 */
-        double softplus_beta; /* resolved */
-        double swish_beta;    /* resolved */
+        double elu_alpha; /* as used: the defaults are filled in when the node is added */
+        double softplus_beta;
+        double swish_beta;
     } pointwise;
     struct {
         dnnjit_reduction_mode_t mode;
@@ -59,7 +59,7 @@ typedef union dnnjit__op_attr {
     struct {
         dnnjit_norm_phase_t phase;
         int norm_axes;          /* as given; 0 = all but the first */
-        double epsilon_value;   /* resolved: never 0 */
+        double epsilon_value;   /* as used, like elu_alpha */
     } norm;
     struct {
         bool has_attn_scale;
@@ -174,8 +174,10 @@ dnnjit_status_t dnnjit__infer_node(dnnjit_graph_t g, int64_t node_index, bool st
 /* Gives every tensor without a uid the next free one. */
 void dnnjit__assign_missing_uids(dnnjit_graph_t g);
 
-/* Resolves the defaults of the attributes of a node (ELU alpha 0 -> 1, ...). */
-void dnnjit__resolve_attr(dnnjit__node_t *n);
+/* Sets the attributes of an `op` node that have defaults to them (ELU alpha 1, epsilon
+ * 1e-5, ...): what the C API takes for 0 without its has_ flag, and JSON for a missing
+ * field. */
+void dnnjit__attr_defaults(dnnjit_op_t op, dnnjit__op_attr_t *attr);
 
 /* Marks the graph as modified (needs validation again); fails with BAD_STATE if it can no
  * longer be modified. */

@@ -781,6 +781,9 @@ static dnnjit_status_t read_node(reader_t *r, size_t index, json_t *obj)
         (s = get_enum(r, obj, "compute_data_type", &data_types, false, &compute)))
         return s;
     dnnjit__node_t n = {.op = (dnnjit_op_t)op, .name = (char *)name, .compute_type = (dnnjit_data_type_t)compute};
+    /* A missing field takes its default, as 0 does in the C API; a field given is used as
+     * it is, 0 included. */
+    dnnjit__attr_defaults(n.op, &n.attr);
     /* As in the C API, the backward norms are always in the training phase. */
     if (n.op == DNNJIT_OP_LAYERNORM_BACKWARD || n.op == DNNJIT_OP_RMSNORM_BACKWARD)
         n.attr.norm.phase = DNNJIT_NORM_PHASE_TRAINING;

@@ -109,19 +109,15 @@ static int overlapping_axis(int ndim, const int64_t *dim, const int64_t *stride)
     return -1;
 }
 
-void dnnjit__resolve_attr(dnnjit__node_t *n)
+void dnnjit__attr_defaults(dnnjit_op_t op, dnnjit__op_attr_t *attr)
 {
-    if (n->op == DNNJIT_OP_POINTWISE) {
-        if (n->attr.pointwise.elu_alpha == 0)
-            n->attr.pointwise.elu_alpha = 1.0;
-        if (n->attr.pointwise.softplus_beta == 0)
-            n->attr.pointwise.softplus_beta = 1.0;
-        if (n->attr.pointwise.swish_beta == 0)
-            n->attr.pointwise.swish_beta = 1.0;
-    } else if (n->op == DNNJIT_OP_LAYERNORM || n->op == DNNJIT_OP_RMSNORM || n->op == DNNJIT_OP_LAYERNORM_BACKWARD ||
-               n->op == DNNJIT_OP_RMSNORM_BACKWARD) {
-        if (n->attr.norm.epsilon_value == 0)
-            n->attr.norm.epsilon_value = 1e-5;
+    if (op == DNNJIT_OP_POINTWISE) {
+        attr->pointwise.elu_alpha = 1.0;
+        attr->pointwise.softplus_beta = 1.0;
+        attr->pointwise.swish_beta = 1.0;
+    } else if (op == DNNJIT_OP_LAYERNORM || op == DNNJIT_OP_RMSNORM || op == DNNJIT_OP_LAYERNORM_BACKWARD ||
+               op == DNNJIT_OP_RMSNORM_BACKWARD) {
+        attr->norm.epsilon_value = 1e-5;
     }
 }
 
@@ -325,6 +321,10 @@ static dnnjit_status_t infer_pointwise(infer_ctx_t *c)
             return FAIL(c, "pointwise \"%s\": mode %s takes %d input(s) but IN_%d is %s", c->n->name,
                         dnnjit_pointwise_mode_name(c->n->attr.pointwise.mode), arity, i,
                         i < arity ? "missing" : "given");
+    dnnjit_pointwise_mode_t mode = c->n->attr.pointwise.mode;
+    if ((mode == DNNJIT_POINTWISE_SOFTPLUS_FWD || mode == DNNJIT_POINTWISE_SOFTPLUS_BWD) &&
+        c->n->attr.pointwise.softplus_beta == 0)
+        return FAIL(c, "pointwise \"%s\": softplus_beta is 0, and softplus divides by it", c->n->name);
     const dnnjit__tensor_t *first = in_tensor(c, 0);
     int nd = first->ndim;
     int64_t dim[DNNJIT_MAX_DIMS];
@@ -814,10 +814,8 @@ dnnjit_status_t dnnjit_graph_validate(dnnjit_graph_t g)
     if (!s)
         s = order_nodes(g, scratch);
     free(scratch);
-    for (int64_t i = 0; i < g->node_count && !s; i++) {
-        dnnjit__resolve_attr(&g->nodes[i]);
+    for (int64_t i = 0; i < g->node_count && !s; i++)
         s = dnnjit__infer_node(g, i, true);
-    }
     if (!s)
         s = check_tensors(g);
     if (!s)
