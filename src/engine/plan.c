@@ -23,7 +23,8 @@ const dnnjit__engine_t *const dnnjit__engines[] = {&dnnjit__engine_gemm_sm90, &d
 
 /* ---- state ----------------------------------------------------------------------- */
 
-static void free_plan(dnnjit__plan_t *plan, int64_t groups)
+/* Frees what generating and building made, leaving the plan's choices to build it again. */
+static void free_kernels(dnnjit__plan_t *plan, int64_t groups)
 {
     for (int64_t i = 0; plan->kernels && i < groups; i++) {
         dnnjit__kernel_free(&plan->kernels[i].kernel);
@@ -31,6 +32,13 @@ static void free_plan(dnnjit__plan_t *plan, int64_t groups)
         dnnjit__jit_ref_release(plan->kernels[i].module);
     }
     free(plan->kernels);
+    plan->kernels = NULL;
+    plan->built = false;
+}
+
+static void free_plan(dnnjit__plan_t *plan, int64_t groups)
+{
+    free_kernels(plan, groups);
     free(plan->choices);
 }
 
@@ -502,8 +510,7 @@ static dnnjit_status_t generate(dnnjit_graph_t g, dnnjit__plan_t *plan)
     for (int64_t i = 0; i < groups; i++) {
         dnnjit_status_t s = generate_group(g, i, &plan->choices[i], &plan->kernels[i].kernel);
         if (s) {
-            free_plan(plan, groups);
-            *plan = (dnnjit__plan_t){.choices = plan->choices};
+            free_kernels(plan, groups);
             return s;
         }
     }
