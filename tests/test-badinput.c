@@ -494,6 +494,34 @@ static void json_long_name(void **state)
     free(text);
 }
 
+/* Each intermediate between kernels fits int64 bytes, but together they would not: the
+ * workspace size must not wrap around (to 0, which execute would accept with no buffer). */
+static void workspace_past_int64(void **state)
+{
+    (void)state;
+    const int64_t e29 = INT64_C(1) << 29, e30 = INT64_C(1) << 30;
+    dnnjit_graph_t g = tu_graph(DNNJIT_DATA_TYPE_FLOAT);
+    for (int chain = 0; chain < 3; chain++) {
+        char name[2][16];
+        snprintf(name[0], sizeof name[0], "outer%d", chain);
+        snprintf(name[1], sizeof name[1], "inner%d", chain);
+        /* outer: [2^29, 1] x [1, 2^30], 2^61 bytes of FLOAT, read by the next matmul. */
+        dnnjit_tensor_t a = tu_tensor(g, NULL, 2, TU_DIMS(e29, 1), NULL, 0);
+        dnnjit_tensor_t b = tu_tensor(g, NULL, 2, TU_DIMS(1, e30), NULL, 0);
+        dnnjit_tensor_t d = tu_tensor(g, NULL, 2, TU_DIMS(e30, 1), NULL, 0), c1, c2;
+        TU_OK(dnnjit_graph_matmul(g, a, b, &(dnnjit_matmul_attr_t){.name = name[0]}, &c1));
+        TU_OK(dnnjit_graph_matmul(g, c1, d, &(dnnjit_matmul_attr_t){.name = name[1]}, &c2));
+        tu_output(g, c2);
+    }
+    int64_t size = -1;
+    BAD(dnnjit_graph_build_operation_graph(g), DNNJIT_STATUS_NOT_SUPPORTED,
+        "partition: graph \"test\": tensor \"outer2::C\" (2305843009213693952 bytes) takes the workspace for the "
+        "intermediates between kernels past 4611686018427387904 bytes");
+    BAD(dnnjit_graph_get_workspace_size(g, &size), DNNJIT_STATUS_BAD_STATE, "is not built");
+    assert_int_equal(size, -1);
+    dnnjit_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +536,7 @@ int main(void)
         cmocka_unit_test(json_documents),
         cmocka_unit_test(json_deep_nesting),
         cmocka_unit_test(json_long_name),
+        cmocka_unit_test(workspace_past_int64),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -298,8 +298,9 @@ void dnnjit__partition_free(dnnjit__partition_t *p)
     *p = (dnnjit__partition_t){0};
 }
 
-/* Places every virtual tensor that crosses groups in the workspace. */
-static void plan_workspace(dnnjit_graph_t g, dnnjit__partition_t *p)
+/* Places every virtual tensor that crosses groups in the workspace, each at a 256-byte
+ * boundary. Each tensor's bytes fit in int64, but their sum need not. */
+static dnnjit_status_t plan_workspace(dnnjit_graph_t g, dnnjit__partition_t *p)
 {
     for (int64_t i = 0; i < g->tensor_count; i++)
         p->workspace_offset[i] = -1;
@@ -312,9 +313,15 @@ static void plan_workspace(dnnjit_graph_t g, dnnjit__partition_t *p)
                 continue;
             p->workspace_offset[id - 1] = size;
             int64_t bytes = dnnjit__numel(t->ndim, t->dim) * (int64_t)dnnjit_data_type_size(t->resolved_type);
+            if (bytes > DNNJIT__MAX_WORKSPACE - size)
+                return dnnjit__fail(g, DNNJIT_STATUS_NOT_SUPPORTED,
+                                    "partition: graph \"%s\": tensor \"%s\" (%lld bytes) takes the workspace for the "
+                                    "intermediates between kernels past %lld bytes",
+                                    g->name, t->name, (long long)bytes, (long long)DNNJIT__MAX_WORKSPACE);
             size += (bytes + 255) / 256 * 256;
         }
     p->workspace_size = size;
+    return DNNJIT_STATUS_SUCCESS;
 }
 
 static dnnjit__group_kind_t kind_of(dnnjit_graph_t g, const dnnjit__node_t *n)
@@ -389,6 +396,8 @@ dnnjit_status_t dnnjit__partition(dnnjit_graph_t g, dnnjit__partition_t *out)
         dnnjit__partition_free(out);
         return dnnjit__fail(g, DNNJIT_STATUS_OUT_OF_MEMORY, "partition: out of memory");
     }
-    plan_workspace(g, out);
-    return DNNJIT_STATUS_SUCCESS;
+    dnnjit_status_t s = plan_workspace(g, out);
+    if (s)
+        dnnjit__partition_free(out);
+    return s;
 }

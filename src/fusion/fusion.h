@@ -22,6 +22,11 @@ typedef struct dnnjit__group {
     dnnjit_tensor_t *outputs; /* virtual ones a later group reads (kept in the workspace) */
 } dnnjit__group_t;
 
+/* The most workspace the intermediates between kernels may take: far past any device's
+ * memory, and half of int64's range, so that a kernel's scratch placed after them cannot
+ * overflow the total. */
+#define DNNJIT__MAX_WORKSPACE ((int64_t)1 << 62)
+
 typedef struct dnnjit__partition {
     int64_t group_count;
     dnnjit__group_t *groups;
