@@ -411,6 +411,12 @@ static const json_case_t graphs[] = {
          "'outputs': {'OUT_0': 'P'}}, "
          EXP_NODE("q", "P", "Q") ", " EXP_NODE("y", "P", "Y")),
      INVALID, "the graph has a cycle through node \"add\""},
+    /* A node downstream of the cycle, listed first, is not named. */
+    {DOC("'X': {'dim': [4]}, 'P': {'dim': [4], 'is_virtual': true}, 'Q': {'dim': [4], 'is_virtual': true}, "
+         "'Y': {'dim': [4]}",
+         "{'tag': 'POINTWISE', 'name': 'downstream', 'mode': 'ADD', 'inputs': {'IN_0': 'P', 'IN_1': 'X'}, "
+         "'outputs': {'OUT_0': 'Y'}}, " EXP_NODE("loop_a", "Q", "P") ", " EXP_NODE("loop_b", "P", "Q")),
+     INVALID, "the graph has a cycle through node \"loop_a\""},
     /* Dangling tensors. */
     {UNARY(", 'unused': {'dim': [3]}", EXP_NODE("e", "X", "Y")), INVALID,
      "tensor \"unused\" is an input that no node reads"},

@@ -627,6 +627,18 @@ static dnnjit_status_t check_unique(dnnjit_graph_t g)
     return s;
 }
 
+/* The producer of one of node i's inputs that order_nodes could not place (pending > 0);
+ * node i must be one it could not place. */
+static int64_t stuck_producer(dnnjit_graph_t g, const int64_t *pending, int64_t i)
+{
+    for (int j = 0; j < DNNJIT__MAX_INPUTS; j++) {
+        const dnnjit__tensor_t *t = dnnjit__tensor(g, g->nodes[i].in[j]);
+        if (t && t->producer >= 0 && pending[t->producer] > 0)
+            return t->producer;
+    }
+    return i;
+}
+
 /* Recomputes producers from the nodes, and orders the nodes so that each comes after the
  * producers of its inputs (Kahn's algorithm); a cycle is an error. */
 static dnnjit_status_t order_nodes(dnnjit_graph_t g, int64_t *scratch)
@@ -677,11 +689,20 @@ static dnnjit_status_t order_nodes(dnnjit_graph_t g, int64_t *scratch)
     }
     dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
     if (tail < g->node_count) {
-        int64_t stuck = 0;
-        while (pending[stuck] == 0)
-            stuck++;
+        /* The nodes left over are those on a cycle and those downstream of one. Each reads
+         * a tensor whose producer was left over too, so walking back through those for as
+         * many steps as there are nodes ends on a cycle; the message names its node listed
+         * first. */
+        int64_t on = 0;
+        while (pending[on] == 0)
+            on++;
+        for (int64_t step = 0; step < g->node_count; step++)
+            on = stuck_producer(g, pending, on);
+        int64_t first = on;
+        for (int64_t i = stuck_producer(g, pending, on); i != on; i = stuck_producer(g, pending, i))
+            first = i < first ? i : first;
         s = dnnjit__fail(g, DNNJIT_STATUS_INVALID_GRAPH, "the graph has a cycle through node \"%s\"",
-                         g->nodes[stuck].name);
+                         g->nodes[first].name);
     } else {
         for (int64_t i = 0; i < g->node_count; i++) {
             sorted[i] = g->nodes[queue[i]];
