@@ -150,6 +150,12 @@ static void tensor_edges(void **state)
     BAD(dnnjit_tensor_set_dim(g, t, 3, TU_DIMS(INT64_C(1) << 31, INT64_C(1) << 31, 4)), BAD_PARAM,
         "tensor \"T\": the product of the dims overflows int64");
     BAD(dnnjit_tensor_set_dim(g, t, 0, TU_DIMS(1)), BAD_PARAM, "tensor \"T\": rank 0 is outside 1..8");
+    /* Strides set explicitly stay at the same rank: new dims must fit them. */
+    d = (dnnjit_tensor_desc_t){.name = "S", .ndim = 2, .dim = TU_DIMS(2, 2), .stride = TU_DIMS(INT64_MAX / 16, 1)};
+    TU_OK(dnnjit_graph_tensor(g, &d, &out));
+    BAD(dnnjit_tensor_set_dim(g, out, 2, TU_DIMS(1000, 2)), BAD_PARAM,
+        "dnnjit_tensor_set_dim: tensor \"S\": dim[0]=1000 with stride[0]=576460752303423487 puts elements beyond");
+    TU_OK(dnnjit_tensor_set_dim(g, out, 2, TU_DIMS(2, 3)));
     BAD(dnnjit_tensor_set_stride(g, t, 0, TU_DIMS(1)), BAD_PARAM, "tensor \"T\" has 2 dims but 0 strides were given");
     BAD(dnnjit_tensor_get_info(g, UINT32_MAX, &(dnnjit_tensor_info_t){0}), BAD_PARAM,
         "tensor id 4294967295 is not in graph \"test\"");

@@ -514,10 +514,12 @@ dnnjit_status_t dnnjit_tensor_set_dim(dnnjit_graph_t g, dnnjit_tensor_t id, int 
     snprintf(who, sizeof who, "dnnjit_tensor_set_dim: tensor \"%s\"", t->name);
     if (ndim >= 1 && !dim)
         return dnnjit__fail(g, DNNJIT_STATUS_BAD_PARAM, "%s: dim is NULL", who);
-    s = dnnjit__check_tensor_desc(g, who, ndim, dim, NULL, t->is_pass_by_value);
+    bool same_rank = ndim == t->ndim;
+    /* Strides set explicitly are kept at the same rank, so the new dims must fit them. */
+    s = dnnjit__check_tensor_desc(g, who, ndim, dim, t->strides_set && same_rank ? t->stride : NULL,
+                                  t->is_pass_by_value);
     if (s)
         return s;
-    bool same_rank = ndim == t->ndim;
     t->ndim = ndim;
     memcpy(t->dim, dim, sizeof(int64_t) * (size_t)ndim);
     t->dims_set = true;
