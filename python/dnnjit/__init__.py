@@ -16,8 +16,8 @@ from ._lib import LIBRARY_ENV, LibraryNotFoundError, lib as _clib
 from ._errors import (BadParamError, BadStateError, CompileError, CudaError, Error, InputOutputError,
                       InternalError, InvalidGraphError, NotFoundError, NotSupportedError, OutOfMemoryError,
                       ParseError, cudnnGraphNotSupportedError)
-from ._enums import (behavior_note, build_plan_policy, data_type, heur_mode, norm_forward_phase, pointwise_mode,
-                     reduction_mode, softmax_stats)
+from ._enums import (behavior_note, build_plan_policy, data_type, heur_mode, norm_forward_phase, numerical_note,
+                     pointwise_mode, reduction_mode, softmax_stats)
 from ._handle import Handle, create_handle, destroy_handle, get_stream, set_stream
 from ._graph import Tensor, pygraph
 from ._decorators import graph, graph_cache, jit
@@ -47,5 +47,6 @@ __all__ = [
     "NotSupportedError", "OutOfMemoryError", "ParseError", "Tensor", "backend_version", "backend_version_string",
     "behavior_note", "build_plan_policy", "create_handle", "cudnnGraphNotSupportedError", "data_type",
     "destroy_handle", "get_stream", "graph", "graph_cache", "heur_mode", "jit", "library_path",
-    "norm_forward_phase", "pointwise_mode", "pygraph", "reduction_mode", "set_stream", "softmax_stats",
+    "norm_forward_phase", "numerical_note", "pointwise_mode", "pygraph", "reduction_mode", "set_stream",
+    "softmax_stats",
 ]

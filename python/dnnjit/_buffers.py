@@ -5,14 +5,19 @@ Arrays are recognised by protocol, never by importing a framework: torch tensors
 (data_ptr, shape, stride(), dtype), objects with __cuda_array_interface__ (CuPy, Numba,
 ...) or __array_interface__ (NumPy, host memory), objects with __dlpack__ (read through
 the capsule without consuming it), writable Python buffers (bytearray, array.array) and
-ctypes objects. A plain int is taken as a raw address.
+ctypes objects. A plain int is taken as a raw address. Host arrays (NumPy, CPU torch
+tensors) are told from device arrays, as the cuDNN frontend does, because a host array
+stands for a pass-by-value scalar.
 
 The address of each type is found once and cached (execute is called in hot loops).
 """
 import ctypes
+import math
+import sys
 
 from ._enums import data_type
 from ._errors import BadParamError
+from ._lib import lib
 
 # ---- element types -------------------------------------------------------------------
 
@@ -53,7 +58,18 @@ def dtype_from_name(dtype):
     raise BadParamError(f"element type {dtype} has no dnnjit data type")
 
 
+# The byte-order mark of an array interface type whose elements this machine would misread.
+_FOREIGN_ORDER = ">" if sys.byteorder == "little" else "<"
+
+
+def _check_byte_order(typestr):
+    if typestr[0] == _FOREIGN_ORDER:
+        raise BadParamError(f"array interface type {typestr!r} is not in this machine's byte order ({sys.byteorder} "
+                            "endian); convert it first, e.g. a.astype(a.dtype.newbyteorder('=')) in NumPy")
+
+
 def _dtype_from_typestr(typestr):
+    _check_byte_order(typestr)
     try:
         return _DTYPE_BY_TYPESTR[typestr[1:]]
     except KeyError:
@@ -81,8 +97,12 @@ _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
+_DL_CPU = 1  # DLPack's kDLCPU: host memory (pinned kDLCUDAHost memory counts as a device buffer, as in cuDNN)
+
+
 def _read_dlpack(obj):
-    """(address, shape, strides in elements, data_type) of an object with __dlpack__.
+    """(address, shape, strides in elements, data_type, DLPack device type) of an object
+    with __dlpack__.
 
     The capsule is read and dropped unconsumed: its destructor then releases the export,
     while `obj` keeps the memory alive for the caller.
@@ -96,7 +116,7 @@ def _read_dlpack(obj):
     else:
         strides = _packed_strides(shape)
     dtype = _DTYPE_BY_DLPACK.get((t.dtype.code, t.dtype.bits)) if t.dtype.lanes == 1 else None
-    return (t.data or 0) + t.byte_offset, shape, strides, dtype
+    return (t.data or 0) + t.byte_offset, shape, strides, dtype, t.device.device_type
 
 
 # ---- layouts -------------------------------------------------------------------------
@@ -127,7 +147,7 @@ def describe(array):
             dtype = _dtype_from_typestr(interface["typestr"])
             shape, strides = _interface_layout(interface, int(interface["typestr"][2:]))
         elif hasattr(array, "__dlpack__"):
-            _, shape, strides, dtype = _read_dlpack(array)
+            _, shape, strides, dtype, _ = _read_dlpack(array)
             if dtype is None:
                 raise BadParamError("tensor_like: the DLPack element type has no dnnjit data type")
         else:
@@ -136,6 +156,54 @@ def describe(array):
     if not shape:
         shape, strides = [1], [1]
     return shape, strides, dtype
+
+
+# ---- host arrays ---------------------------------------------------------------------
+
+def _host_view(array):
+    """(address, shape, data_type, keep) of an array in host memory, or None for anything
+    else (device arrays, Python buffers, numbers). `keep` must be held while the address
+    is read: a NumPy scalar makes a new __array_interface__ at each read, whose "__ref"
+    entry alone keeps alive the temporary array the address points into."""
+    if _is_torch(array):
+        if array.device.type != "cpu":
+            return None
+        return array.data_ptr(), list(array.shape), dtype_from_name(array.dtype), array
+    if hasattr(array, "__cuda_array_interface__"):
+        return None
+    interface = getattr(array, "__array_interface__", None)
+    if interface is not None:
+        dtype = _dtype_from_typestr(interface["typestr"])
+        return interface["data"][0] or 0, list(interface["shape"]), dtype, interface
+    if not hasattr(array, "__dlpack__"):
+        return None
+    address, shape, _, dtype, device = _read_dlpack(array)
+    if device != _DL_CPU:
+        return None
+    if dtype is None:
+        raise BadParamError("the DLPack element type has no dnnjit data type")
+    return address, shape, dtype, array
+
+
+def on_host(array):
+    """Whether an array is in host memory (a NumPy array or scalar, a CPU torch tensor, a
+    DLPack exporter on the CPU): tensor_like makes such an array a pass-by-value tensor."""
+    return _host_view(array) is not None
+
+
+def host_element(array, what):
+    """The one element of a host array as a float, read with the array's own element type
+    (the value a pass-by-value tensor gets from the variant pack), or None when `array` is
+    not a host array. An array of more than one element is refused, naming `what`."""
+    view = _host_view(array)
+    if view is None:
+        return None
+    address, shape, dtype, _ = view  # `view` keeps the memory alive while it is read
+    count = math.prod(shape)
+    if count != 1:
+        raise BadParamError(f"{what} is pass-by-value, which takes one element; the host array given has shape "
+                            f"{shape} ({count} elements)")
+    return lib.dnnjit_element_load(dtype, address, 0)
 
 
 # ---- addresses -----------------------------------------------------------------------
@@ -153,7 +221,9 @@ def _cuda_interface_address(a):
 
 
 def _host_interface_address(a):
-    return a.__array_interface__["data"][0] or 0
+    interface = a.__array_interface__
+    _check_byte_order(interface["typestr"])
+    return interface["data"][0] or 0
 
 
 def _dlpack_address(a):

@@ -51,6 +51,29 @@ class behavior_note(enum.IntEnum):
     NONDETERMINISTIC = 1 << 2
 
 
+class numerical_note(enum.IntEnum):
+    """cuDNN's numerical notes, with cuDNN's values, for deselect_numeric_notes. dnnjit's
+    plans report two of them, as behavior notes: DOWN_CONVERT_INPUTS is REDUCED_PRECISION
+    (FLOAT inputs rounded to TF32) and NONDETERMINISTIC is NONDETERMINISTIC."""
+    TENSOR_CORE = 1
+    DOWN_CONVERT_INPUTS = 2
+    REDUCED_PRECISION_REDUCTION = 3
+    FFT = 4
+    NONDETERMINISTIC = 5
+    WINOGRAD = 6
+    WINOGRAD_TILE_4x4 = 7
+    WINOGRAD_TILE_6x6 = 8
+    WINOGRAD_TILE_13x13 = 9
+    STRICT_NAN_PROP = 10
+
+
+# The behavior note of dnnjit's that each numerical note a plan can have is reported as.
+NUMERICAL_NOTE_BEHAVIOR = {
+    numerical_note.DOWN_CONVERT_INPUTS: behavior_note.REDUCED_PRECISION,
+    numerical_note.NONDETERMINISTIC: behavior_note.NONDETERMINISTIC,
+}
+
+
 class norm_forward_phase(enum.IntEnum):
     """Phase of layernorm / rmsnorm (dnnjit_norm_phase_t)."""
     INFERENCE = 0

@@ -8,13 +8,17 @@ C graph alive and are refused by the new one.
 """
 import array
 import ctypes
+import inspect
+import math
+import operator
 import weakref
 
 from . import _lib
-from ._buffers import ADDRESS_READERS, address, describe, dtype_from_name, learn_address_reader
-from ._enums import (behavior_note, build_plan_policy, data_type, heur_mode, norm_forward_phase,
-                     notes_from_bits, pointwise_mode, reduction_mode, softmax_stats)
-from ._errors import BadParamError, NotSupportedError, check, error_for
+from ._buffers import (ADDRESS_READERS, address, describe, dtype_from_name, host_element, learn_address_reader,
+                       on_host)
+from ._enums import (NUMERICAL_NOTE_BEHAVIOR, behavior_note, build_plan_policy, data_type, heur_mode,
+                     norm_forward_phase, notes_from_bits, numerical_note, pointwise_mode, reduction_mode, softmax_stats)
+from ._errors import BadParamError, Error, NotSupportedError, check, error_for
 from ._handle import Handle, default_handle, stream_address
 
 lib = _lib.lib
@@ -59,6 +63,14 @@ def _name_arg(name):
     return name.encode() if name else None
 
 
+def _text_arg(text, what):
+    """A name that must be given, as bytes: anything but a str is refused by name rather
+    than failing inside .encode()."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a str, not {type(text).__name__}")
+    return text.encode()
+
+
 def _dtype_arg(value):
     """A data_type from a data_type, an int, None (NOT_SET) or a framework dtype
     (torch.float16, numpy.dtype("float32"), "bfloat16")."""
@@ -69,8 +81,17 @@ def _dtype_arg(value):
     return dtype_from_name(value)
 
 
+def _integer(value, what):
+    """An int from an int or a NumPy integer; a float, even 3.0, is refused rather than
+    truncated (2.7 would silently become 2)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} holds {value!r}, which is not an integer") from None
+
+
 def _int64_array(values, what):
-    values = [int(v) for v in values]
+    values = [_integer(v, what) for v in values]
     if not values:
         raise BadParamError(f"{what} is empty: tensors have rank 1 to {_lib.MAX_DIMS}")
     return len(values), (ctypes.c_int64 * len(values))(*values)
@@ -166,7 +187,7 @@ class Tensor:
         return self
 
     def set_name(self, name):
-        check(lib.dnnjit_tensor_set_name(self._graph.ptr, self._id, name.encode()))
+        check(lib.dnnjit_tensor_set_name(self._graph.ptr, self._id, _text_arg(name, "set_name: name")))
         return self
 
     def set_dim(self, dim):
@@ -219,6 +240,33 @@ _POINTWISE_ALIASES = {
 _POINTWISE_DEFAULTED = {"elu_alpha", "softplus_beta", "swish_beta"}
 _POINTWISE_FIELDS = {"relu_lower_clip", "relu_upper_clip", "relu_lower_clip_slope", "elu_alpha", "softplus_beta",
                      "swish_beta"}
+
+# The parameters of the pointwise helpers, in cuDNN's positional order: the operands, the
+# attributes cuDNN takes by name, compute_data_type and name. dnnjit's other attributes
+# (elu's alpha, softplus_beta, ...) follow as keyword-only arguments. A helper not listed
+# here takes its operands by arity, as cuDNN names them: input; loss, input (backward);
+# a, b; input0, input1, mask.
+_OPTIONS = ("compute_data_type", "name")
+_HELPER_PARAMETERS = {
+    "relu": ("input", "negative_slope", "lower_clip", "upper_clip") + _OPTIONS,
+    "relu_backward": ("loss", "input", "negative_slope", "lower_clip", "upper_clip") + _OPTIONS,
+    "swish": ("input", "swish_beta") + _OPTIONS,
+    "swish_backward": ("loss", "input", "compute_data_type", "swish_beta", "name"),
+    **{op: ("input0", "input1") + _OPTIONS for op in ("max", "min", "mod", "pow")},
+    **{f"cmp_{op}": ("input", "comparison") + _OPTIONS for op in ("eq", "neq", "gt", "ge", "lt", "le")},
+}
+_OPERANDS_BY_ARITY = {1: ("input",), 2: ("a", "b"), 3: ("input0", "input1", "mask")}
+
+# cuDNN's helpers that name a mode otherwise: name -> (mode, parameters, how many of them
+# are required, doc).
+_ALIAS_HELPERS = {
+    "bias": ("ADD", ("input", "bias") + _OPTIONS, 2, "input + bias, the bias broadcast"),
+    "scale": ("MUL", ("input", "scale") + _OPTIONS, 2, "input * scale, the scale broadcast"),
+    "leaky_relu": ("RELU_FWD", ("input", "negative_slope") + _OPTIONS, 2,
+                   "input where it is positive, else input * negative_slope"),
+    "leaky_relu_backward": ("RELU_BWD", ("loss", "input", "negative_slope") + _OPTIONS, 3,
+                            "loss where input is positive, else loss * negative_slope: the gradient"),
+}
 
 
 class pygraph:
@@ -291,16 +339,28 @@ class pygraph:
         check(lib.dnnjit_graph_tensor(self._st.ptr, ctypes.byref(desc), ctypes.byref(out)))
         return Tensor(self._st, out.value)
 
-    def tensor_like(self, input, name=None):
+    def tensor_like(self, input, name=None, *, is_pass_by_value=None):
         """A graph input with the dims, strides and element type of `input`: a torch
         tensor, a CuPy or NumPy array, anything with __cuda_array_interface__,
-        __array_interface__ or __dlpack__, or a Tensor (of any graph)."""
+        __array_interface__ or __dlpack__, or a Tensor (of any graph).
+
+        As in cuDNN, an array in host memory (a NumPy array or scalar, a CPU torch tensor)
+        makes a pass-by-value tensor, whose value the variant pack gives: it must hold one
+        element. is_pass_by_value=False describes a host array as an ordinary tensor
+        instead (for execute_reference, which reads host buffers)."""
         if isinstance(input, Tensor):
             info = input._info()
             return self.tensor(dim=info.dim[:info.ndim], stride=info.stride[:info.ndim], data_type=info.data_type,
                                is_pass_by_value=info.is_pass_by_value, name=name)
         dims, strides, dtype = describe(input)
-        return self.tensor(dim=dims, stride=strides, data_type=dtype, name=name)
+        if is_pass_by_value is None:
+            is_pass_by_value = on_host(input)
+            if is_pass_by_value and math.prod(dims) != 1:
+                raise BadParamError(
+                    f"tensor_like{f' {name!r}' if name else ''}: a host (CPU) array makes a pass-by-value tensor, "
+                    f"which holds one element, but this one has shape {dims}; give a device array, or "
+                    "is_pass_by_value=False for an ordinary tensor on host buffers (execute_reference)")
+        return self.tensor(dim=dims, stride=strides, data_type=dtype, is_pass_by_value=is_pass_by_value, name=name)
 
     def tensor_by_uid(self, uid):
         """The tensor with this uid (NotFoundError if none): how a deserialized graph's
@@ -311,7 +371,8 @@ class pygraph:
 
     def tensor_by_name(self, name):
         out = _lib.c_tensor()
-        check(lib.dnnjit_graph_find_tensor_by_name(self._st.ptr, name.encode(), ctypes.byref(out)))
+        check(lib.dnnjit_graph_find_tensor_by_name(self._st.ptr, _text_arg(name, "tensor_by_name: name"),
+                                                   ctypes.byref(out)))
         return Tensor(self._st, out.value)
 
     def _count(self, fn):
@@ -359,6 +420,8 @@ class pygraph:
             field = _POINTWISE_ALIASES.get(key, key)
             if field not in _POINTWISE_FIELDS:
                 raise TypeError(f"pointwise: unexpected keyword argument {key!r}")
+            if field in fields:
+                raise TypeError(f"pointwise: {key!r} sets {field}, which another argument set already")
             if value is not None:
                 fields[field] = float(value)
                 # A number given is used as it is, 0 included (the C API reads 0 alone
@@ -375,11 +438,7 @@ class pygraph:
         check(lib.dnnjit_graph_pointwise(self._st.ptr, ctypes.byref(attr), *ins, ctypes.byref(out)))
         return self._wrap(out.value)
 
-    def bias(self, input, bias, compute_data_type=None, name=None):
-        """input + bias, the bias broadcast (a pointwise ADD node)."""
-        return self.pointwise(pointwise_mode.ADD, input, bias, compute_data_type=compute_data_type, name=name)
-
-    def reduction(self, input, mode, axes=None, compute_data_type=None, name=None):
+    def reduction(self, input, mode, compute_data_type=None, name=None, *, axes=None):
         """Y = mode-reduction of input over `axes` (a list of axis numbers). Y keeps the
         rank with 1 on reduced axes. axes None: every axis, unless Y's dims are fixed
         later with set_dim (cuDNN's way), which then names the reduced axes."""
@@ -427,7 +486,7 @@ class pygraph:
             attr.has_epsilon_value = True
         return attr
 
-    def layernorm(self, norm_forward_phase, input, scale, bias, epsilon=None, compute_data_type=None, name=None,
+    def layernorm(self, norm_forward_phase, input, scale, bias, epsilon=None, compute_data_type=None, name=None, *,
                   norm_axes=0):
         """[Y, mean, inv_variance] (the statistics are None in the INFERENCE phase). The
         last `norm_axes` axes are normalised (0: every axis but the first)."""
@@ -438,7 +497,7 @@ class pygraph:
             self._tensor_id(bias, "layernorm: bias"), ctypes.byref(attr), *(ctypes.byref(o) for o in outs)))
         return [self._wrap(o.value) for o in outs]
 
-    def rmsnorm(self, norm_forward_phase, input, scale, bias=None, epsilon=None, compute_data_type=None, name=None,
+    def rmsnorm(self, norm_forward_phase, input, scale, bias=None, epsilon=None, compute_data_type=None, name=None, *,
                 norm_axes=0):
         """[Y, inv_variance] (inv_variance None in the INFERENCE phase); bias optional."""
         attr = self._norm_attr(name, norm_forward_phase, epsilon, compute_data_type, norm_axes)
@@ -448,8 +507,8 @@ class pygraph:
             self._operand(bias, "rmsnorm: bias"), ctypes.byref(attr), *(ctypes.byref(o) for o in outs)))
         return [self._wrap(o.value) for o in outs]
 
-    def layernorm_backward(self, grad, input, scale, mean, inv_variance, has_dbias=True, compute_data_type=None,
-                           name=None, norm_axes=0):
+    def layernorm_backward(self, grad, input, scale, mean, inv_variance, compute_data_type=None, name=None, *,
+                           has_dbias=True, norm_axes=0):
         """[dX, dscale, dbias] from the saved statistics (dbias None unless has_dbias)."""
         attr = self._norm_attr(name, norm_forward_phase.TRAINING, None, compute_data_type, norm_axes)
         outs = self._outputs(3)
@@ -460,7 +519,7 @@ class pygraph:
             ctypes.byref(outs[2]) if has_dbias else None))
         return [self._wrap(o.value) for o in outs]
 
-    def rmsnorm_backward(self, grad, input, scale, inv_variance, has_dbias=False, compute_data_type=None, name=None,
+    def rmsnorm_backward(self, grad, input, scale, inv_variance, has_dbias=False, compute_data_type=None, name=None, *,
                          norm_axes=0):
         """[dX, dscale, dbias] (dbias None unless has_dbias)."""
         attr = self._norm_attr(name, norm_forward_phase.TRAINING, None, compute_data_type, norm_axes)
@@ -472,12 +531,14 @@ class pygraph:
             ctypes.byref(outs[2]) if has_dbias else None))
         return [self._wrap(o.value) for o in outs]
 
-    def sdpa(self, q, k, v, attn_scale=None, use_causal_mask=False, generate_stats=None, is_inference=None,
+    def sdpa(self, q, k, v, is_inference=None, attn_scale=None, *, use_causal_mask=False, generate_stats=None,
              compute_data_type=None, name=None):
         """Scaled dot-product attention: [O, Stats]. q [b, h_q, s_q, d], k [b, h_k, s_kv, d],
         v [b, h_v, s_kv, d_v]; attn_scale None: 1/sqrt(d). Stats (the log-sum-exp of each
         row of scores, [b, h_q, s_q, 1]) is made when generate_stats is true (or, as in
-        older cuDNN, is_inference is false); else it is None."""
+        older cuDNN, is_inference is false); else it is None. The positional parameters
+        are cuDNN's; the rest, which cuDNN places after options dnnjit lacks (bias,
+        dropout, ...), are keyword-only."""
         if generate_stats is None:
             generate_stats = is_inference is not None and not is_inference
         if isinstance(attn_scale, Tensor):
@@ -516,6 +577,20 @@ class pygraph:
         for note in notes if isinstance(notes, (list, tuple, set)) else [notes]:
             bits |= int(behavior_note(note))
         check(lib.dnnjit_graph_deselect_behavior_notes(self._st.ptr, bits))
+
+    def deselect_numeric_notes(self, notes):
+        """Drops the plans with any of these numerical notes (a list of numerical_note, or
+        one), as deselect_behavior_notes does. dnnjit's plans report DOWN_CONVERT_INPUTS
+        and NONDETERMINISTIC; the other notes are refused (NotSupportedError), as no
+        plan says whether it has them."""
+        behaviors = []
+        for note in notes if isinstance(notes, (list, tuple, set)) else [notes]:
+            note = numerical_note(note)
+            if note not in NUMERICAL_NOTE_BEHAVIOR:
+                raise NotSupportedError(f"deselect_numeric_notes: dnnjit's plans do not report {note.name}; they "
+                                        "report " + " and ".join(n.name for n in NUMERICAL_NOTE_BEHAVIOR))
+            behaviors.append(NUMERICAL_NOTE_BEHAVIOR[note])
+        self.deselect_behavior_notes(behaviors)
 
     def build_plans(self, policy=build_plan_policy.HEURISTICS_CHOICE):
         check(lib.dnnjit_graph_build_plans(self._st.ptr, int(build_plan_policy(policy))))
@@ -565,6 +640,22 @@ class pygraph:
     def get_workspace_size(self):
         return self._count(lib.dnnjit_graph_get_workspace_size)
 
+    def get_workspace_size_plan_at_index(self, index):
+        """The workspace plan `index` needs. The library gives the workspace of the chosen
+        plan only, so only the chosen plan's index is answered; any other plan's raises
+        NotSupportedError (build_plan_at_index(index) makes it the chosen one)."""
+        index = _integer(index, "get_workspace_size_plan_at_index: index")
+        count = self.get_execution_plan_count()
+        if not 0 <= index < count:
+            raise BadParamError(f"get_workspace_size_plan_at_index: index {index} is outside the {count} plans")
+        chosen = self.get_chosen_plan_index()
+        if index != chosen:
+            raise NotSupportedError(
+                f"get_workspace_size_plan_at_index({index}): dnnjit gives the workspace of the chosen plan only "
+                f"({'plan ' + str(chosen) if chosen >= 0 else 'none is built yet'}); build_plan_at_index({index}) "
+                "chooses this one")
+        return self.get_workspace_size()
+
     # ---- execution --------------------------------------------------------------------
 
     def _uid_of(self, key):
@@ -584,20 +675,26 @@ class pygraph:
 
     def _pack(self, variant_pack, scalars, keep):
         """The variant pack as dnnjit_variant_t records ({int64 uid, void *ptr}, two
-        int64 words each). A Python number given for a pass-by-value tensor (a uid in
-        `scalars`) is stored in a buffer of its type, kept alive in `keep` until the call
-        returns. This runs on every execute, hence the local names."""
+        int64 words each). A Python number or a one-element host array (a NumPy array or
+        scalar, a CPU torch tensor, read with its own element type) given for a
+        pass-by-value tensor (a uid in `scalars`) is stored in a buffer of the tensor's
+        type, kept alive in `keep` until the call returns; other buffers (array.array,
+        ctypes, ...) are taken to hold that type already. This runs on every execute,
+        hence the local names."""
         words = []
         append = words.append
         readers = ADDRESS_READERS
         uid_of = self._uid_of
         for key, value in variant_pack.items():
             uid = key if type(key) is int else uid_of(key)
-            if scalars and uid in scalars and isinstance(value, (int, float)):
-                buf = ctypes.create_string_buffer(8)
-                lib.dnnjit_element_store(scalars[uid], buf, 0, float(value))
-                keep.append(buf)
-                value = ctypes.addressof(buf)
+            if scalars and uid in scalars:
+                number = value if isinstance(value, (int, float)) else host_element(
+                    value, f"variant pack: tensor uid {uid}")
+                if number is not None:
+                    buf = ctypes.create_string_buffer(8)
+                    lib.dnnjit_element_store(scalars[uid], buf, 0, float(number))
+                    keep.append(buf)
+                    value = ctypes.addressof(buf)
             append(uid)
             append((readers.get(type(value)) or learn_address_reader(value))(value))
         return array.array("q", words)
@@ -622,7 +719,8 @@ class pygraph:
     def execute(self, variant_pack, workspace=None, handle=None, stream=None):
         """Runs the chosen plan. variant_pack: {Tensor or uid: buffer}, buffers being torch
         tensors, CuPy arrays, objects with __cuda_array_interface__ or __dlpack__, or int
-        device addresses; pass-by-value tensors take a Python number or a host buffer.
+        device addresses; pass-by-value tensors take a Python number, a one-element host
+        array (NumPy, CPU torch; converted from its type) or a host buffer of their type.
         workspace: get_workspace_size() bytes of device memory (None when 0). The stream
         is `stream` if given, else `handle`'s (cudnn.set_stream), else the graph's handle's,
         which is the default stream unless set. Does not synchronize."""
@@ -658,10 +756,11 @@ class pygraph:
 
     def deserialize(self, handle_or_data, data=None):
         """Replaces this graph with one serialize() made (bytes, bytearray, memoryview or a
-        list of ints), ready to execute; its tensors are reached by uid. Called as
-        deserialize(data) it keeps this graph's handle, as deserialize(handle, data) it
-        takes that handle (whose architecture must be the blob's)."""
-        fn = _optional("dnnjit_graph_deserialize")
+        list of ints, as cuDNN's serialize returns), ready to execute; its tensors are
+        reached by uid. JSON text (a str, as print(graph) shows it) gives the graph it
+        describes, not yet built, as in cuDNN. Called as deserialize(data) it keeps this
+        graph's handle, as deserialize(handle, data) it takes that handle (whose
+        architecture must be the blob's)."""
         if data is None:
             hstate, data = self._st.handle, handle_or_data
         elif isinstance(handle_or_data, Handle):
@@ -669,9 +768,16 @@ class pygraph:
         else:
             raise TypeError(f"deserialize(handle, data): handle must be a dnnjit Handle, not "
                             f"{type(handle_or_data).__name__}")
-        data = bytes(data)
         ptr = ctypes.c_void_p()
-        check(fn(hstate.ptr, data, len(data), ctypes.byref(ptr)))
+        if isinstance(data, str):
+            check(lib.dnnjit_graph_from_json(hstate.ptr, data.encode(), ctypes.byref(ptr)))
+            self._st = _GraphState(ptr.value, hstate)
+            return
+        if not isinstance(data, (bytes, bytearray, memoryview, list, tuple)):
+            raise TypeError(f"deserialize: data must be what serialize() returns (bytes or a list of ints), a "
+                            f"bytearray or memoryview, or JSON text (str), not {type(data).__name__}")
+        data = bytes(data)
+        check(_optional("dnnjit_graph_deserialize")(hstate.ptr, data, len(data), ctypes.byref(ptr)))
         self._st = _GraphState(ptr.value, hstate)
         self._st.frozen = True
 
@@ -690,7 +796,13 @@ class pygraph:
         return cls._adopt(ptr.value, hstate, False)
 
     def __str__(self):
-        return self.to_json()
+        """The graph as JSON, as cuDNN prints it; a graph the library cannot write yet
+        (still being built, so not valid) prints as its tensors and why."""
+        try:
+            return self.to_json()
+        except Error as e:
+            tensors = "".join(f"\n  {t!r}" for t in self.tensors())
+            return f"{self!r}, not valid yet ({e.message}); its tensors:{tensors}"
 
     def __repr__(self):
         return f"<dnnjit.pygraph {self.name!r}: {self.tensor_count} tensors, {self.node_count} nodes>"
@@ -704,33 +816,50 @@ def _optional(name):
     return fn
 
 
-def _make_pointwise_helper(mode):
-    arity = mode.arity()
-    backward = mode.name.endswith("_BWD")
+def _make_pointwise_helper(name, mode, parameters, required, doc):
+    """pygraph.<name>: a pointwise `mode` node, called with `parameters` (the first
+    `required` without default), then dnnjit's other attributes by keyword."""
+    operands = parameters[:mode.arity()]
+    P = inspect.Parameter
+    signature = inspect.Signature(
+        [P(p, P.POSITIONAL_OR_KEYWORD, default=P.empty if i < required else None) for i, p in enumerate(parameters)]
+        + [P("attrs", P.VAR_KEYWORD)])
 
-    if arity == 1:
-        def helper(self, input, compute_data_type=None, name=None, **attrs):
-            return self.pointwise(mode, input, compute_data_type=compute_data_type, name=name, **attrs)
-        what = "input"
-    elif arity == 2 and backward:
-        def helper(self, loss, input, compute_data_type=None, name=None, **attrs):
-            return self.pointwise(mode, loss, input, compute_data_type=compute_data_type, name=name, **attrs)
-        what = "loss, input: the gradient dy * f'(x)"
-    elif arity == 2:
-        def helper(self, a, b, compute_data_type=None, name=None, **attrs):
-            return self.pointwise(mode, a, b, compute_data_type=compute_data_type, name=name, **attrs)
-        what = "a, b"
-    else:
-        def helper(self, input0, input1, mask, compute_data_type=None, name=None, **attrs):
-            return self.pointwise(mode, input0, input1, mask, compute_data_type=compute_data_type, name=name,
-                                  **attrs)
-        what = "input0, input1, mask: mask ? input0 : input1"
-    helper.__name__ = _helper_name(mode.name)
-    helper.__qualname__ = f"pygraph.{helper.__name__}"
-    helper.__doc__ = f"A pointwise {mode.name} node ({what})."
+    def helper(self, *args, **kwargs):
+        try:
+            given = signature.bind(*args, **kwargs).arguments
+        except TypeError as e:
+            raise TypeError(f"{name}(): {e}") from None
+        attrs = given.pop("attrs", {})
+        inputs = [given.pop(p) for p in operands]
+        return self.pointwise(mode, *inputs, **given, **attrs)
+
+    helper.__name__ = name
+    helper.__qualname__ = f"pygraph.{name}"
+    helper.__signature__ = signature.replace(
+        parameters=[P("self", P.POSITIONAL_OR_KEYWORD), *signature.parameters.values()])
+    helper.__doc__ = f"A pointwise {mode.name} node ({doc})."
     return helper
 
 
-for _mode in pointwise_mode:
-    setattr(pygraph, _helper_name(_mode.name), _make_pointwise_helper(_mode))
-del _mode
+def _pointwise_helpers():
+    """(name, mode, parameters, required, doc) of every pointwise helper."""
+    for mode in pointwise_mode:
+        name = _helper_name(mode.name)
+        backward = mode.name.endswith("_BWD")
+        operands = ("loss", "input") if backward else _OPERANDS_BY_ARITY[mode.arity()]
+        parameters = _HELPER_PARAMETERS.get(name, operands + _OPTIONS)
+        if backward:
+            doc = "the gradient loss * f'(input)"
+        elif mode == pointwise_mode.BINARY_SELECT:
+            doc = "mask ? input0 : input1"
+        else:
+            doc = ", ".join(parameters[:mode.arity()])
+        yield name, mode, parameters, mode.arity(), doc
+    for name, (mode_name, parameters, required, doc) in _ALIAS_HELPERS.items():
+        yield name, pointwise_mode[mode_name], parameters, required, doc
+
+
+for _helper in _pointwise_helpers():
+    setattr(pygraph, _helper[0], _make_pointwise_helper(*_helper))
+del _helper

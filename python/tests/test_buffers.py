@@ -61,7 +61,7 @@ def test_dlpack_buffers_run_through_the_reference_executor():
     g = cudnn.pygraph(handle=cudnn.create_handle(arch="sm_90a"), io_data_type=cudnn.data_type.FLOAT)
     x = np.linspace(-1, 1, 8, dtype=np.float32)
     y = np.zeros(8, dtype=np.float32)
-    tx = g.tensor_like(DLPackOnly(x))
+    tx = g.tensor_like(DLPackOnly(x), is_pass_by_value=False)
     ty = g.abs(tx).set_output(True)
     g.execute_reference({tx: DLPackOnly(x), ty: DLPackOnly(y)})
     np.testing.assert_array_equal(y, np.abs(x))

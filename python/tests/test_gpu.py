@@ -202,6 +202,20 @@ def test_pass_by_value_scalar_from_python(handle):
         torch.testing.assert_close(y, (x.float() * scale).half())
 
 
+def test_pass_by_value_scalar_from_a_cpu_tensor(handle):
+    # cuDNN's sample 20: tensor_like of a CPU tensor is pass-by-value, its value read with its own type.
+    x, y = randn(4096), torch.empty(4096, device="cuda", dtype=torch.float16)
+    g = new_graph(handle)
+    scale_cpu = torch.full((1, 1), 0.5)
+    tx, ts = g.tensor_like(x), g.tensor_like(scale_cpu)
+    assert ts.get_is_pass_by_value() and not tx.get_is_pass_by_value()
+    ty = g.mul(tx, ts).set_output(True)
+    run(g, {tx: x, ts: scale_cpu, ty: y})
+    torch.testing.assert_close(y, (x.float() * 0.5).half())
+    run(g, {tx: x, ts: torch.tensor(-3, dtype=torch.int64), ty: y})
+    torch.testing.assert_close(y, (x.float() * -3).half())
+
+
 def test_streams(handle):
     x = randn(1 << 20)
     y = torch.empty_like(x)

@@ -1,8 +1,10 @@
 """Building graphs: tensors, tensor_like, setters, every op and its outputs."""
+import inspect
+
 import pytest
 
 import dnnjit as cudnn
-from helpers import FakeDeviceArray, FakeHostArray, graph_json
+from helpers import FakeDeviceArray, FakeDLPackArray, FakeHostArray, FakeNumpyScalar, graph_json
 
 F = cudnn.data_type.FLOAT
 H = cudnn.data_type.HALF
@@ -51,6 +53,35 @@ def test_set_dim_and_set_stride_fix_an_output_layout(g):
     assert graph_json(g)["tensors"][y.name]["stride"] == [1, 2]
 
 
+def test_names_must_be_strings(g):
+    t = g.tensor(name="a", dim=[2])
+    with pytest.raises(TypeError, match="set_name: name must be a str, not NoneType"):
+        t.set_name(None)
+    with pytest.raises(TypeError, match="tensor_by_name: name must be a str, not NoneType"):
+        g.tensor_by_name(None)
+
+
+class IndexLike:
+    """An integer that is not an int, as numpy.int64 is."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+def test_dims_and_strides_must_be_integers(g):
+    t = g.tensor(dim=[IndexLike(2), 3], stride=[IndexLike(3), 1])
+    assert (t.get_dim(), t.get_stride()) == ([2, 3], [3, 1])
+    for call in (lambda: g.tensor(dim=[2.7, 3]), lambda: g.tensor(dim=[2.0, 3]),
+                 lambda: g.tensor(dim=[2, 3], stride=[1.5, 1]), lambda: t.set_dim([2, 3.5]),
+                 lambda: t.set_stride([3.0, 1])):
+        with pytest.raises(TypeError, match="not an integer"):
+            call()
+    assert t.get_dim() == [2, 3]
+
+
 def test_uids_are_assigned_on_demand_and_unique(g):
     a, b = g.tensor(name="a", dim=[2]), g.tensor(name="b", dim=[2], uid=100)
     g.add(a, b).set_output(True)
@@ -65,12 +96,35 @@ def test_tensor_like_reads_a_cuda_array_interface_with_byte_strides(g):
 
 
 def test_tensor_like_reads_an_array_interface_and_packs_missing_strides(g):
-    t = g.tensor_like(FakeHostArray((2, 3, 4), "<i4"))
+    t = g.tensor_like(FakeHostArray((2, 3, 4), "<i4"), is_pass_by_value=False)
     assert (t.get_dim(), t.get_stride(), t.get_data_type()) == ([2, 3, 4], [12, 4, 1], cudnn.data_type.INT32)
 
 
 def test_tensor_like_of_a_0d_array_is_one_element(g):
     assert g.tensor_like(FakeHostArray((), "<f8")).get_dim() == [1]
+
+
+def test_tensor_like_of_a_host_scalar_is_pass_by_value_as_in_cudnn(g):
+    # cuDNN's sample 20: epsilon = graph.tensor_like(torch.full((1, 1, 1, 1), 1e-3)), a CPU tensor.
+    for host in (FakeHostArray((1, 1, 1, 1), "<f4"), FakeDLPackArray([1e-3], (1, 1, 1, 1))):
+        t = g.tensor_like(host)
+        assert t.get_is_pass_by_value() and t.get_dim() == [1, 1, 1, 1]
+    assert g.tensor_like(FakeNumpyScalar("<f8", 1e-3)).get_is_pass_by_value()
+    for device in (FakeDeviceArray((1, 1)), FakeDLPackArray([0.0], (1, 1), device_type=2)):
+        assert not g.tensor_like(device).get_is_pass_by_value()
+    assert not g.tensor_like(FakeHostArray((1,), "<f4"), is_pass_by_value=False).get_is_pass_by_value()
+
+
+def test_tensor_like_refuses_a_host_array_of_many_elements(g):
+    for host in (FakeHostArray((2, 3), "<f4"), FakeDLPackArray([0.0] * 6, (2, 3))):
+        with pytest.raises(cudnn.BadParamError, match=r"tensor_like 'eps': .* pass-by-value .* shape \[2, 3\]"):
+            g.tensor_like(host, name="eps")
+        assert not g.tensor_like(host, is_pass_by_value=False).get_is_pass_by_value()
+
+
+def test_tensor_like_refuses_a_foreign_byte_order(g):
+    with pytest.raises(cudnn.BadParamError, match="byte order"):
+        g.tensor_like(FakeHostArray((4,), ">f4"), is_pass_by_value=False)
 
 
 def test_tensor_like_copies_a_tensor_of_any_graph(g, arch_handle):
@@ -91,15 +145,15 @@ def test_tensor_like_of_numpy_arrays_and_views():
     np = pytest.importorskip("numpy")
     g = cudnn.pygraph(handle=cudnn.create_handle(arch="sm_90a"))
     a = np.zeros((4, 6), dtype=np.float16)
-    assert g.tensor_like(a).get_stride() == [6, 1]
-    t = g.tensor_like(a.T)
+    assert g.tensor_like(a, is_pass_by_value=False).get_stride() == [6, 1]
+    t = g.tensor_like(a.T, is_pass_by_value=False)
     assert (t.get_dim(), t.get_stride(), t.get_data_type()) == ([6, 4], [1, 6], H)
 
 
 def test_tensor_like_of_torch_cpu_tensors():
     torch = pytest.importorskip("torch")
     g = cudnn.pygraph(handle=cudnn.create_handle(arch="sm_90a"))
-    t = g.tensor_like(torch.zeros(3, 5, dtype=torch.bfloat16).t())
+    t = g.tensor_like(torch.zeros(3, 5, dtype=torch.bfloat16).t(), is_pass_by_value=False)
     assert (t.get_dim(), t.get_stride(), t.get_data_type()) == ([5, 3], [1, 5], cudnn.data_type.BFLOAT16)
 
 
@@ -168,6 +222,98 @@ def test_zero_attributes_are_used_as_given(g):
 def test_pointwise_rejects_unknown_keywords(g):
     with pytest.raises(TypeError, match="gamma"):
         g.relu(g.tensor(dim=[1]), gamma=1.0)
+    with pytest.raises(TypeError, match="relu_lower_clip_slope, which another argument set"):
+        g.relu(g.tensor(dim=[1]), 0.1, relu_lower_clip_slope=0.2)
+
+
+# The parameters of cuDNN's op methods, in order (the cuDNN frontend's python/pygraph/*.cpp),
+# for every op dnnjit has; dnnjit's own parameters may only follow, keyword-only.
+_UNARY = ("input", "compute_data_type", "name")
+_BINARY = ("a", "b", "compute_data_type", "name")
+_BACKWARD = ("loss", "input", "compute_data_type", "name")
+CUDNN_PARAMETERS = {
+    **{op: _UNARY for op in ("sqrt", "tanh", "elu", "gelu", "sigmoid", "softplus", "gelu_approx_tanh", "erf",
+                             "identity", "exp", "log", "neg", "abs", "ceil", "floor", "rsqrt", "reciprocal", "sin",
+                             "cos", "tan", "logical_not")},
+    **{op: _BINARY for op in ("add", "mul", "sub", "div", "add_square", "logical_and", "logical_or")},
+    **{op: _BACKWARD for op in ("tanh_backward", "sigmoid_backward", "elu_backward", "gelu_backward",
+                                "softplus_backward", "gelu_approx_tanh_backward")},
+    **{op: ("input0", "input1", "compute_data_type", "name") for op in ("max", "min", "mod", "pow")},
+    **{f"cmp_{op}": ("input", "comparison", "compute_data_type", "name")
+       for op in ("eq", "neq", "gt", "ge", "lt", "le")},
+    "bias": ("input", "bias", "compute_data_type", "name"),
+    "scale": ("input", "scale", "compute_data_type", "name"),
+    "relu": ("input", "negative_slope", "lower_clip", "upper_clip", "compute_data_type", "name"),
+    "leaky_relu": ("input", "negative_slope", "compute_data_type", "name"),
+    "swish": ("input", "swish_beta", "compute_data_type", "name"),
+    "relu_backward": ("loss", "input", "negative_slope", "lower_clip", "upper_clip", "compute_data_type", "name"),
+    "leaky_relu_backward": ("loss", "input", "negative_slope", "compute_data_type", "name"),
+    "swish_backward": ("loss", "input", "compute_data_type", "swish_beta", "name"),
+    "binary_select": ("input0", "input1", "mask", "compute_data_type", "name"),
+    "matmul": ("A", "B", "compute_data_type", "padding", "name"),
+    "reduction": ("input", "mode", "compute_data_type", "name"),
+    "layernorm": ("norm_forward_phase", "input", "scale", "bias", "epsilon", "compute_data_type", "name"),
+    "rmsnorm": ("norm_forward_phase", "input", "scale", "bias", "epsilon", "compute_data_type", "name"),
+    "layernorm_backward": ("grad", "input", "scale", "mean", "inv_variance", "compute_data_type", "name"),
+    "rmsnorm_backward": ("grad", "input", "scale", "inv_variance", "has_dbias", "compute_data_type", "name"),
+    "sdpa": ("q", "k", "v", "is_inference", "attn_scale"),
+    "tensor_like": ("input", "name"),
+}
+
+
+@pytest.mark.parametrize("op", sorted(CUDNN_PARAMETERS))
+def test_op_methods_take_cudnns_parameters_in_cudnns_order(g, op):
+    parameters = list(inspect.signature(getattr(g, op)).parameters.values())
+    expected = CUDNN_PARAMETERS[op]
+    assert tuple(p.name for p in parameters[:len(expected)]) == expected
+    assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in parameters[len(expected):])
+
+
+def test_positional_arguments_mean_what_they_mean_in_cudnn(g):
+    q, k, v = (g.tensor(name=n, dim=[1, 2, 16, 64]) for n in "qkv")
+    o, stats = g.sdpa(q, k, v, True, 0.125, name="attn")  # is_inference, attn_scale
+    assert stats is None
+    o.set_output(True)
+    o2, stats2 = g.sdpa(q, k, v, False)
+    assert stats2 is not None
+    o2.set_output(True)
+    stats2.set_output(True)
+    x = g.tensor(name="x", dim=[4, 8])
+    g.reduction(x, cudnn.reduction_mode.ADD, cudnn.data_type.DOUBLE, "sum").set_output(True)
+    g.relu(x, 0.1, -1.0, 6.0, F, "r").set_output(True)
+    g.swish_backward(x, x, F, 2.0, "sb").set_output(True)
+    g.leaky_relu(x, 0.2, F, "l").set_output(True)
+    g.leaky_relu_backward(x, x, 0.3, F, "lb").set_output(True)
+    g.scale(x, 2.0, F, "s").set_output(True)
+    nodes = {n["name"]: n for n in graph_json(g)["nodes"]}
+    attn = nodes["attn"]
+    assert (attn["attn_scale"], attn["use_causal_mask"], attn["generate_stats"]) == (0.125, False, False)
+    assert (nodes["sum"]["tag"], nodes["sum"]["compute_data_type"]) == ("REDUCTION", "DOUBLE")
+    r = nodes["r"]
+    assert (r["relu_lower_clip_slope"], r["relu_lower_clip"], r["relu_upper_clip"]) == (0.1, -1.0, 6.0)
+    assert (nodes["sb"]["mode"], nodes["sb"]["swish_beta"]) == ("SWISH_BWD", 2.0)
+    assert (nodes["l"]["mode"], nodes["l"]["relu_lower_clip_slope"]) == ("RELU_FWD", 0.2)
+    assert (nodes["lb"]["mode"], nodes["lb"]["relu_lower_clip_slope"]) == ("RELU_BWD", 0.3)
+    assert nodes["s"]["mode"] == "MUL"
+    dx, _, dbias = g.layernorm_backward(x, x, g.tensor(dim=[1, 8]), g.tensor(dim=[4, 1]), g.tensor(dim=[4, 1]), F,
+                                        "lnb")
+    assert dx.get_name().startswith("lnb") and dbias is not None
+    assert g.rmsnorm_backward(x, x, g.tensor(dim=[1, 8]), g.tensor(dim=[4, 1]), True, F, "rnb")[2] is not None
+
+
+def test_cudnn_keyword_names_are_accepted(g):
+    x, t = g.tensor(name="x", dim=[4]), g.tensor(name="t", dim=[4])
+    g.cmp_gt(input=x, comparison=t, name="gt").set_output(True)
+    for op in ("max", "min", "pow", "mod"):
+        getattr(g, op)(input0=x, input1=t, name=op).set_output(True)
+    g.leaky_relu(input=x, negative_slope=0.01, name="lr").set_output(True)
+    g.scale(input=x, scale=t, name="sc").set_output(True)
+    g.binary_select(input0=x, input1=t, mask=g.cmp_lt(x, t), name="sel").set_output(True)
+    modes = {n["name"]: n["mode"] for n in graph_json(g)["nodes"]}
+    assert {k: modes[k] for k in ("gt", "max", "pow", "lr", "sc", "sel")} == {
+        "gt": "CMP_GT", "max": "MAX", "pow": "POW", "lr": "RELU_FWD", "sc": "MUL", "sel": "BINARY_SELECT"}
+    with pytest.raises(TypeError, match="negative_slope"):
+        g.leaky_relu(x)
 
 
 def test_python_numbers_become_pass_by_value_constants(g):

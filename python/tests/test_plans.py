@@ -101,6 +101,35 @@ def test_deselect_behavior_notes_keeps_the_plans_without_them(arch_handle, nvrtc
         g.deselect_behavior_notes([cudnn.behavior_note.NONDETERMINISTIC])
 
 
+def test_deselect_numeric_notes_drops_the_plans_dnnjit_reports_them_for(arch_handle):
+    g = cudnn.pygraph(handle=arch_handle, io_data_type=cudnn.data_type.FLOAT)
+    g.matmul(g.tensor(name="a", dim=[4, 64, 128]), g.tensor(name="b", dim=[4, 128, 64])).set_output(True)
+    g.create_execution_plans(ALL_MODES)
+    reduced = cudnn.behavior_note.REDUCED_PRECISION
+    kept = [name for i, name in enumerate(plan_names(g)) if reduced not in g.get_behavior_notes_for_plan_at_index(i)]
+    assert len(kept) < g.get_execution_plan_count()  # some plans round FLOAT inputs to TF32
+    g.deselect_numeric_notes([cudnn.numerical_note.DOWN_CONVERT_INPUTS, cudnn.numerical_note.NONDETERMINISTIC])
+    assert plan_names(g) == kept
+    for note in (cudnn.numerical_note.TENSOR_CORE, cudnn.numerical_note.WINOGRAD):
+        with pytest.raises(cudnn.NotSupportedError, match=f"do not report {note.name}"):
+            g.deselect_numeric_notes(note)
+    assert plan_names(g) == kept
+
+
+def test_workspace_size_by_plan_index_answers_for_the_chosen_plan(arch_handle, nvrtc):
+    g = matmul_softmax_graph(arch_handle)
+    g.create_execution_plans(ALL_MODES)
+    count = g.get_execution_plan_count()
+    with pytest.raises(cudnn.NotSupportedError, match="none is built yet"):
+        g.get_workspace_size_plan_at_index(0)
+    with pytest.raises(cudnn.BadParamError, match=f"outside the {count} plans"):
+        g.get_workspace_size_plan_at_index(count)
+    g.build_plan_at_index(count - 1)
+    assert g.get_workspace_size_plan_at_index(count - 1) == g.get_workspace_size() > 0
+    with pytest.raises(cudnn.NotSupportedError, match=f"plan {count - 1}"):
+        g.get_workspace_size_plan_at_index(0)
+
+
 def test_build_plan_at_index_chooses_that_plan(arch_handle, nvrtc):
     g, _ = pointwise_graph(arch_handle)
     g.create_execution_plans(ALL_MODES)

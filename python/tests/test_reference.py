@@ -2,12 +2,13 @@
 formulas written here: this checks what the binding passes (layouts, attributes,
 scalars, variant packs) without a GPU."""
 import array
+import ctypes
 import math
 
 import pytest
 
 import dnnjit as cudnn
-from helpers import HostTensor, close, floats, uniform
+from helpers import FakeDLPackArray, FakeHostArray, FakeNumpyScalar, HostTensor, close, floats, uniform
 
 F = cudnn.data_type.FLOAT
 
@@ -62,6 +63,75 @@ def test_a_scalar_from_a_host_buffer(g):
     out = floats([0, 0])
     g.execute_reference({x: floats([1, 2]), s: array.array("d", [0.25]), y: out})
     assert list(out) == [0.25, 0.5]
+
+
+def scaled_graph(g):
+    """y = x * s, s a pass-by-value FLOAT scalar the variant pack gives."""
+    x = g.tensor(name="x", dim=[4])
+    s = g.tensor(name="s", dim=[1], is_pass_by_value=True)
+    return x, s, g.mul(x, s).set_output(True)
+
+
+def test_a_scalar_from_a_one_element_host_array_is_read_with_its_type(g):
+    x, s, y = scaled_graph(g)
+    xs = [1.0, -2.0, 3.0, 0.5]
+    double = ctypes.c_double(0.25)
+    for value, scale in ((FakeNumpyScalar("<i8", 2), 2), (FakeNumpyScalar("<f8", -0.5), -0.5),
+                         (FakeNumpyScalar("|b1", True), 1),
+                         (FakeHostArray((1, 1), "<f8", ptr=ctypes.addressof(double)), 0.25),
+                         (FakeDLPackArray([3], (1,), code=0, bits=64), 3), (FakeDLPackArray([1.5], (1, 1)), 1.5)):
+        out = floats([0] * 4)
+        g.execute_reference({x: floats(xs), s: value, y: out})
+        assert list(out) == [v * scale for v in xs], value
+
+
+def test_a_scalar_from_a_host_array_of_many_elements_is_refused(g):
+    x, s, y = scaled_graph(g)
+    with pytest.raises(cudnn.BadParamError, match=rf"uid {s.get_uid()} is pass-by-value.*shape \[2, 2\]"):
+        g.execute_reference({x: floats([0] * 4), s: FakeDLPackArray([1.0] * 4, (2, 2)), y: floats([0] * 4)})
+
+
+def test_foreign_byte_order_is_refused(g):
+    x, s, y = scaled_graph(g)
+    big = array.array("f", [1, 2, 3, 4])
+    big.byteswap()
+    big_array = FakeHostArray((4,), ">f4", ptr=big.buffer_info()[0])
+    with pytest.raises(cudnn.BadParamError, match="byte order"):
+        g.execute_reference({x: big_array, s: 2.0, y: floats([0] * 4)})
+    with pytest.raises(cudnn.BadParamError, match="byte order"):
+        g.execute_reference({x: floats([0] * 4), s: FakeHostArray((1,), ">f4", ptr=big.buffer_info()[0]),
+                             y: floats([0] * 4)})
+
+
+def test_layernorm_epsilon_from_a_host_tensor_as_in_cudnn_sample_20(g):
+    rows, cols, eps = 2, 6, 0.25
+    vals, scale, bias = uniform(rows * cols, 5), uniform(cols, 6), uniform(cols, 7)
+    x = g.tensor(name="x", dim=[rows, cols])
+    sc, bi = g.tensor(name="scale", dim=[1, cols]), g.tensor(name="bias", dim=[1, cols])
+    epsilon_cpu = FakeDLPackArray([eps], (1, 1))  # torch.full((1, 1), eps) on the CPU
+    epsilon = g.tensor_like(epsilon_cpu)
+    assert epsilon.get_is_pass_by_value()
+    y, mean, inv_var = g.layernorm(cudnn.norm_forward_phase.TRAINING, x, sc, bi, epsilon=epsilon)
+    for t in (y, mean, inv_var):
+        t.set_output(True)
+    out_iv = floats([0] * rows)
+    g.execute_reference({x: floats(vals), sc: floats(scale), bi: floats(bias), epsilon: epsilon_cpu,
+                         y: floats([0] * rows * cols), mean: floats([0] * rows), inv_var: out_iv})
+    for r in range(rows):
+        row = vals[r * cols:(r + 1) * cols]
+        mu = sum(row) / cols
+        assert close([out_iv[r]], [1 / math.sqrt(sum((v - mu) ** 2 for v in row) / cols + eps)], 1e-5)
+
+
+def test_leaky_relu_and_its_backward(g):
+    x, dy = g.tensor(name="x", dim=[4]), g.tensor(name="dy", dim=[4])
+    y = g.leaky_relu(x, 0.25).set_output(True)
+    dx = g.leaky_relu_backward(dy, x, 0.25).set_output(True)
+    xs, dys = [-2.0, -0.5, 0.5, 2.0], [1.0, 2.0, 3.0, 4.0]
+    out_y, out_dx = floats([0] * 4), floats([0] * 4)
+    g.execute_reference({x: floats(xs), dy: floats(dys), y: out_y, dx: out_dx})
+    assert list(out_y) == [v if v > 0 else 0.25 * v for v in xs]
+    assert list(out_dx) == [d if v > 0 else 0.25 * d for v, d in zip(xs, dys)]
 
 
 def test_half_inputs_and_outputs(g):
@@ -128,6 +198,20 @@ def test_sdpa_scale_and_causal_mask(g):
                      [sum(w * vv[j * d + c] for j, w in enumerate(weights)) for c in range(d)], 1e-5)
 
 
+def test_numpy_scalars_and_byte_order():
+    np = pytest.importorskip("numpy")
+    g = cudnn.pygraph(handle=cudnn.create_handle(arch="sm_90a"), io_data_type=F, compute_data_type=F)
+    x, s, y = scaled_graph(g)
+    xs = np.array([1, 2, 3, 4], dtype=np.float32)
+    for value in (np.int64(2), np.float32(2), np.float64(2), np.array(2.0), np.array([[2]], dtype=np.int32)):
+        out = np.zeros(4, dtype=np.float32)
+        g.execute_reference({x: xs, s: value, y: out})
+        np.testing.assert_array_equal(out, xs * 2)
+    with pytest.raises(cudnn.BadParamError, match="byte order"):
+        g.execute_reference({x: xs.astype(">f4"), s: 2, y: np.zeros(4, dtype=np.float32)})
+    assert g.tensor_like(np.float32(1e-3)).get_is_pass_by_value()
+
+
 def test_numpy_arrays_and_views():
     np = pytest.importorskip("numpy")
     g = cudnn.pygraph(handle=cudnn.create_handle(arch="sm_90a"), io_data_type=F, compute_data_type=F)
@@ -135,7 +219,7 @@ def test_numpy_arrays_and_views():
     a = rng.standard_normal((3, 6, 4)).astype(np.float32).transpose(0, 2, 1)  # a non-contiguous view
     b = rng.standard_normal((3, 6, 5)).astype(np.float32)
     c = np.zeros((3, 4, 5), dtype=np.float32)
-    ta, tb = g.tensor_like(a), g.tensor_like(b)
+    ta, tb = g.tensor_like(a, is_pass_by_value=False), g.tensor_like(b, is_pass_by_value=False)
     tc = g.matmul(ta, tb).set_output(True)
     g.execute_reference({ta: a, tb: b, tc: c})
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)

@@ -68,6 +68,20 @@ def test_deserialize_accepts_a_list_of_ints_and_buffers(arch_handle, blob):
         assert new.get_chosen_plan_index() == 0
 
 
+def test_deserialize_takes_json_text_and_refuses_other_types(arch_handle):
+    # cuDNN's deserialize reads JSON text as the graph it describes, not yet built.
+    g = cudnn.pygraph(handle=arch_handle, io_data_type=F)
+    g.relu(g.tensor(name="x", dim=[4]), name="r").set_output(True)
+    new = cudnn.pygraph(handle=arch_handle)
+    new.deserialize(str(g))
+    assert new.to_json() == g.to_json() and new.get_execution_plan_count() == 0
+    assert new.tensor_by_name("x").get_dim() == [4]
+    for bad in (12, 1.5, None, object()):
+        with pytest.raises(TypeError, match="deserialize: data must be"):
+            new.deserialize(bad)
+    assert new.to_json() == g.to_json()
+
+
 def test_deserialize_with_another_handle(blob):
     _, data = blob
     other = cudnn.create_handle(arch="sm_90a")
