@@ -238,6 +238,28 @@ static void damaged_records_are_ignored(void **state)
     dnnjit_handle_destroy(h);
 }
 
+/* A FIFO where the record belongs, which a plain open would wait on for ever: the build
+ * goes on with the heuristics' choice and the FIFO is discarded, so that the next choice can
+ * be remembered. An alarm ends the test should the build hang. */
+static void fifo_in_place_of_a_record_is_discarded(void **state)
+{
+    (void)state;
+    dnnjit_handle_t h;
+    TU_OK(dnnjit_handle_create_for_arch("sm_90a", &h));
+    char path[PATH_MAX];
+    remember(h, 2048, 2, path);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    alarm(60);
+    assert_chosen(h, 2048, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE, "pointwise_b256_vec");
+    alarm(0);
+    struct stat st;
+    assert_int_not_equal(lstat(path, &st), 0);
+    remember(h, 2048, 2, path);
+    assert_chosen(h, 2048, DNNJIT_BUILD_PLAN_HEURISTICS_CHOICE, "pointwise_b256_scalar");
+    dnnjit_handle_destroy(h);
+}
+
 static void cache_off_remembers_nothing(void **state)
 {
     (void)state;
@@ -344,6 +366,7 @@ int main(void)
         T(build_picks_the_remembered_plan),
         T(records_match_plans_by_name),
         T(damaged_records_are_ignored),
+        T(fifo_in_place_of_a_record_is_discarded),
         T(cache_off_remembers_nothing),
         T(cache_clear_forgets_choices),
         T(autotune_needs_plans_and_a_gpu),

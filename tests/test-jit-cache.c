@@ -1,7 +1,10 @@
 /* The kernel cache: keys, memory and disk tiers, damaged files, concurrent writers,
  * writers killed mid-write, unusable folders, listing and clearing. Each test gets its own
  * temporary DNNJIT_CACHE_DIR and a cold memory cache. */
+#define _GNU_SOURCE /* RTLD_NEXT, for the writer's calls the tests intercept */
 #include "jit-test.h"
+
+#include <dlfcn.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -183,37 +186,46 @@ static void expect_rebuilt(const char *source, const char *arch, const void *wan
 static void keys_change_with_every_input(void **state)
 {
     (void)state;
-    const char *extra[] = {"-DA", "B"};
-    const char *extra_joined[] = {"-DAB"};
-    const char *extra_other[] = {"-DA", "C"};
-    dnnjit__compile_options_t base_opt = {.extra = extra, .extra_count = 2};
+    /* Option lists as dnnjit__nvrtc_options makes them: the fixed options, then the caller's. */
+    const char *opts[] = {"--gpu-architecture=sm_90a", "-std=c++17", "-default-device", "-minimal", "-DA", "B"};
+    const char *joined[] = {"--gpu-architecture=sm_90a", "-std=c++17", "-default-device", "-minimal", "-DAB"};
+    const char *other[] = {"--gpu-architecture=sm_90a", "-std=c++17", "-default-device", "-minimal", "-DA", "C"};
+    const char *headers[] = {"--gpu-architecture=sm_90a", "-std=c++17", "-default-device",
+                             "--include-path=/usr/local/cuda/include", "--include-path=/usr/local/cuda/include/cccl",
+                             "-DA", "B"};
+    const char *std20[] = {"--gpu-architecture=sm_90a", "-std=c++20", "-default-device", "-minimal", "-DA", "B"};
     dnnjit__jit_key_input_t base = {.source = jt_axpy_source, .name = "axpy.cu", .arch = "sm_90a",
-                                    .options = &base_opt, .nvrtc_major = 13, .nvrtc_minor = 0,
+                                    .nvrtc_options = opts, .nvrtc_option_count = 6, .nvrtc_major = 13,
+                                    .nvrtc_minor = 0, .nvrtc_build = "123 bytes, modified 1.000000000",
                                     .dnnjit_version = 100};
-    dnnjit__compile_options_t joined = {.extra = extra_joined, .extra_count = 1};
-    dnnjit__compile_options_t other = {.extra = extra_other, .extra_count = 2};
-    dnnjit__compile_options_t fewer = {.extra = extra, .extra_count = 1};
-    dnnjit__compile_options_t headers = {.extra = extra, .extra_count = 2, .cuda_headers = true};
-    dnnjit__jit_key_input_t v[12];
-    for (int i = 0; i < 12; i++)
+    enum { VARIANTS = 15 };
+    dnnjit__jit_key_input_t v[VARIANTS];
+    for (int i = 0; i < VARIANTS; i++)
         v[i] = base;
     v[1].source = jt_half_source;
     v[2].name = "axpy2.cu";
     v[3].arch = "sm_90";
-    v[4].options = &joined; /* the same characters, split differently */
-    v[5].options = &other;
-    v[6].options = &fewer;
-    v[7].options = &headers;
-    v[8].options = NULL;
+    v[4].nvrtc_options = joined; /* the same characters, split differently */
+    v[4].nvrtc_option_count = 5;
+    v[5].nvrtc_options = other;
+    v[6].nvrtc_option_count = 5; /* one option fewer */
+    v[7].nvrtc_options = headers; /* the fixed options the include folders replace */
+    v[7].nvrtc_option_count = 7;
+    v[8].nvrtc_options = NULL;
+    v[8].nvrtc_option_count = 0;
     v[9].nvrtc_major = 12;
     v[10].nvrtc_minor = 1;
     v[11].dnnjit_version = 101;
-    dnnjit__jit_key_t k[12];
-    for (int i = 0; i < 12; i++)
+    v[12].nvrtc_build = "124 bytes, modified 1.000000000"; /* another build of NVRTC 13.0 */
+    v[13].nvrtc_build = NULL;
+    v[14].nvrtc_options = std20; /* a fixed option, not the caller's */
+    dnnjit__jit_key_t k[VARIANTS];
+    for (int i = 0; i < VARIANTS; i++)
         k[i] = dnnjit__jit_key_compute(&v[i]);
-    for (int i = 0; i < 12; i++)
-        for (int j = i + 1; j < 12; j++)
-            assert_false(k[i].low == k[j].low && k[i].high == k[j].high);
+    for (int i = 0; i < VARIANTS; i++)
+        for (int j = i + 1; j < VARIANTS; j++)
+            if (k[i].low == k[j].low && k[i].high == k[j].high)
+                fail_msg("variants %d and %d have one key", i, j);
     /* Same inputs, same key, also from copies of the strings. */
     char source_copy[sizeof jt_axpy_source];
     memcpy(source_copy, jt_axpy_source, sizeof source_copy);
@@ -227,17 +239,43 @@ static void keys_change_with_every_input(void **state)
     assert_string_equal(hex, "fedcba98765432100123456789abcdef");
 }
 
+/* The live key covers the options exactly as the compile passes them to NVRTC (the fixed
+ * ones included), the NVRTC version and the identity of the loaded NVRTC build. */
 static void live_key_uses_nvrtc_and_dnnjit_versions(void **state)
 {
     (void)state;
-    dnnjit__jit_key_t live;
-    JT_OK(dnnjit__jit_key(jt_axpy_source, "axpy.cu", "sm_80", NULL, &live));
-    int major, minor;
-    JT_OK(dnnjit__nvrtc_version(&major, &minor));
-    dnnjit__jit_key_input_t in = {.source = jt_axpy_source, .name = "axpy.cu", .arch = "sm_80",
-                                  .nvrtc_major = major, .nvrtc_minor = minor, .dnnjit_version = DNNJIT_VERSION};
-    dnnjit__jit_key_t expect = dnnjit__jit_key_compute(&in);
-    assert_true(live.low == expect.low && live.high == expect.high);
+    const char *extra[] = {"-DTILE=64"};
+    const dnnjit__compile_options_t with_extra = {.extra = extra, .extra_count = 1};
+    const dnnjit__compile_options_t *cases[] = {NULL, &with_extra};
+    dnnjit__jit_key_t live[2];
+    for (int c = 0; c < 2; c++) {
+        JT_OK(dnnjit__jit_key(jt_axpy_source, "axpy.cu", "sm_80", cases[c], &live[c]));
+        dnnjit__nvrtc_options_t opts;
+        JT_OK(dnnjit__nvrtc_options("sm_80", cases[c], &opts));
+        assert_string_equal(opts.list[0], "--gpu-architecture=sm_80");
+        assert_string_equal(opts.list[1], "-std=c++17");
+        if (c)
+            assert_string_equal(opts.list[opts.count - 1], "-DTILE=64");
+        dnnjit__jit_key_input_t in = {.source = jt_axpy_source, .name = "axpy.cu", .arch = "sm_80",
+                                      .nvrtc_options = opts.list, .nvrtc_option_count = opts.count,
+                                      .nvrtc_build = dnnjit__nvrtc_identity(), .dnnjit_version = DNNJIT_VERSION};
+        JT_OK(dnnjit__nvrtc_version(&in.nvrtc_major, &in.nvrtc_minor));
+        dnnjit__jit_key_t expect = dnnjit__jit_key_compute(&in);
+        assert_true(live[c].low == expect.low && live[c].high == expect.high);
+        /* Without the build's identity, or with one fixed option less, it is another key. */
+        in.nvrtc_build = NULL;
+        expect = dnnjit__jit_key_compute(&in);
+        assert_false(live[c].low == expect.low && live[c].high == expect.high);
+        in.nvrtc_build = dnnjit__nvrtc_identity();
+        in.nvrtc_options = opts.list + 1;
+        in.nvrtc_option_count = opts.count - 1;
+        expect = dnnjit__jit_key_compute(&in);
+        assert_false(live[c].low == expect.low && live[c].high == expect.high);
+        dnnjit__nvrtc_options_free(&opts);
+    }
+    assert_false(live[0].low == live[1].low && live[0].high == live[1].high);
+    /* The loaded library's file was found: its size and time name the build. */
+    assert_non_null(strstr(dnnjit__nvrtc_identity(), " bytes, modified "));
 }
 
 /* ---- memory and disk ---- */
@@ -781,7 +819,7 @@ static void expect_one_warning(const char *where)
         fail_msg("child exited with %d: %s", rc, text);
     /* Two failed writes, one warning, and nothing else. */
     const char *newline = strchr(text, '\n');
-    if (!newline || newline[1] != '\0' || !strstr(text, "caching in memory only") || !strstr(text, where))
+    if (!newline || newline[1] != '\0' || !strstr(text, "this kernel is cached in memory only") || !strstr(text, where))
         fail_msg("the log is not one warning naming %s:\n%s", where, text);
     free(text);
 }
@@ -966,6 +1004,18 @@ static void touch(const char *dir, const char *name)
     fclose(fp);
 }
 
+/* Sets a file's times `seconds` into the past. */
+static void age(const char *dir, const char *name, long seconds)
+{
+    char path[PATH_MAX];
+    pathf(path, "%s/%s", dir, name);
+    struct timespec t[2];
+    assert_int_equal(clock_gettime(CLOCK_REALTIME, &t[0]), 0);
+    t[0].tv_sec -= seconds;
+    t[1] = t[0];
+    assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
 static void list_and_clear(void **state)
 {
     fixture_t *f = *state;
@@ -977,10 +1027,19 @@ static void list_and_clear(void **state)
     free(get(jt_axpy_source, "sm_90a", NULL, &s3, &k3));
     char sm80[PATH_MAX];
     pathf(sm80, "%s/sm_80", f->dir);
-    /* Files the cache did not write stay; a leftover temp file is the cache's. */
+    /* Files the cache did not write stay. A temp file untouched for ten minutes is the
+     * leftover of a writer that died, which is the cache's to remove; a younger one may be
+     * a write in progress, and stays. */
     touch(f->dir, "notes.txt");
     touch(sm80, "notes.txt");
     touch(sm80, "0123456789abcdef0123456789abcdef.tmp.a1B2c3");
+    age(sm80, "0123456789abcdef0123456789abcdef.tmp.a1B2c3", 601);
+    touch(sm80, "0123456789abcdef0123456789abcdef.tmp.d4E5f6");
+    age(sm80, "0123456789abcdef0123456789abcdef.tmp.d4E5f6", 300);
+    dnnjit__jit_cache_leftovers_t left;
+    JT_OK(dnnjit__jit_cache_leftovers(&left));
+    assert_int_equal(left.files, 1);
+    assert_int_equal(left.bytes, strlen("not the cache's"));
 
     listing_t l = {0};
     JT_OK(dnnjit__jit_cache_list(collect, &l));
@@ -1001,14 +1060,153 @@ static void list_and_clear(void **state)
     l.count = 0;
     JT_OK(dnnjit__jit_cache_list(collect, &l));
     assert_int_equal(l.count, 0);
+    JT_OK(dnnjit__jit_cache_leftovers(&left));
+    assert_int_equal(left.files, 0);
     int cubins;
     assert_int_equal(count_entries(f->dir, "", &cubins), 2); /* notes.txt and sm_80 */
-    assert_int_equal(count_entries(sm80, "", &cubins), 1);   /* notes.txt */
+    assert_int_equal(count_entries(sm80, ".tmp.d4E5f6", &cubins), 2); /* notes.txt, the young temp file */
+    assert_int_equal(cubins, 1);
 
     /* Memory still holds them; the disk tier is rebuilt on a cold lookup. */
     free(get(jt_axpy_source, "sm_80", NULL, &s1, NULL));
     assert_int_equal(stats().memory_hits, 1);
     JT_FAILS(dnnjit__jit_cache_list(NULL, NULL), DNNJIT_STATUS_BAD_PARAM, "visit");
+}
+
+/* Symbolic links in the cache folder are neither followed nor removed, so that a clear
+ * never deletes anything outside the folder; a folder the user made stays even when empty. */
+static void clear_stays_inside_the_cache_folder(void **state)
+{
+    fixture_t *f = *state;
+    char root[PATH_MAX], outside[PATH_MAX], link[PATH_MAX], sm90[PATH_MAX], sm75[PATH_MAX], target[PATH_MAX];
+    pathf(root, "%s/cache", f->dir);
+    pathf(outside, "%s/outside", f->dir);
+    pathf(link, "%s/sm_80", root);
+    pathf(sm90, "%s/sm_90a", root);
+    pathf(sm75, "%s/sm_75", root);
+    setenv("DNNJIT_CACHE_DIR", root, 1);
+    size_t size;
+    dnnjit__jit_key_t key;
+    free(get(jt_axpy_source, "sm_90a", NULL, &size, &key));
+    /* Outside: files named as the cache names its own, one of them an old temp file. */
+    assert_int_equal(mkdir(outside, 0755), 0);
+    touch(outside, "0123456789abcdef0123456789abcdef.cubin");
+    touch(outside, "0123456789abcdef0123456789abcdef.tmp.a1B2c3");
+    age(outside, "0123456789abcdef0123456789abcdef.tmp.a1B2c3", 3600);
+    touch(outside, "precious");
+    /* Inside: an architecture folder that is a link to it, a link named like a CUBIN in a
+     * real folder, and an empty folder of the user's. */
+    assert_int_equal(symlink(outside, link), 0);
+    pathf(target, "%s/precious", outside);
+    char named[PATH_MAX];
+    pathf(named, "%s/fedcba9876543210fedcba9876543210.cubin", sm90);
+    assert_int_equal(symlink(target, named), 0);
+    assert_int_equal(mkdir(sm75, 0755), 0);
+
+    listing_t l = {0};
+    JT_OK(dnnjit__jit_cache_list(collect, &l));
+    assert_int_equal(l.count, 1);
+    assert_non_null(find_listed(&l, "sm_90a", key));
+    uint64_t removed = 0;
+    JT_OK(dnnjit__jit_cache_clear_disk(&removed));
+    assert_int_equal(removed, 1);
+    int n;
+    assert_int_equal(count_entries(outside, "", &n), 3);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(named, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(stat(sm75, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+}
+
+/* ---- a cache clear racing a writer ---- */
+
+/* The library is linked into this test statically, so its calls to mkstemp and rename come
+ * here: a test can then make another process's `cache clear` happen exactly between the
+ * writer's making its folder and its mkstemp, or take the temporary file away before the
+ * rename. Each hook runs once. */
+static void (*before_mkstemp)(const char *template);
+static void (*before_rename)(const char *from);
+
+static void *real_function(const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    assert_non_null(p);
+    return p;
+}
+
+int mkstemp(char *template)
+{
+    int (*real)(char *);
+    void *p = real_function("mkstemp");
+    memcpy(&real, &p, sizeof p);
+    void (*hook)(const char *) = before_mkstemp;
+    before_mkstemp = NULL;
+    if (hook)
+        hook(template);
+    return real(template);
+}
+
+int rename(const char *from, const char *to)
+{
+    int (*real)(const char *, const char *);
+    void *p = real_function("rename");
+    memcpy(&real, &p, sizeof p);
+    void (*hook)(const char *) = before_rename;
+    before_rename = NULL;
+    if (hook)
+        hook(from);
+    return real(from, to);
+}
+
+static uint64_t cleared;
+
+static void clear_the_cache(const char *template)
+{
+    (void)template;
+    JT_OK(dnnjit__jit_cache_clear_disk(&cleared));
+}
+
+static void remove_the_temp_file(const char *from)
+{
+    assert_int_equal(unlink(from), 0);
+}
+
+/* A write that meets ENOENT, because a clear removed the folder it had just made (the clear
+ * removes folders it empties) or the temporary file went, is made again: the CUBIN is on
+ * disk afterwards and no failure is counted. */
+static void writer_survives_a_clear(void **state)
+{
+    fixture_t *f = *state;
+    size_t size;
+    dnnjit__jit_key_t first, second, third;
+    free(get(jt_axpy_source, "sm_80", NULL, &size, &first));
+    before_mkstemp = clear_the_cache;
+    free(get(jt_half_source, "sm_80", &(dnnjit__compile_options_t){.cuda_headers = true}, &size, &second));
+    assert_null(before_mkstemp);
+    assert_int_equal(cleared, 1); /* the first kernel's file, and with it the folder */
+    before_rename = remove_the_temp_file;
+    free(get(concurrent_source, "sm_80", NULL, &size, &third));
+    assert_null(before_rename);
+    dnnjit__jit_cache_stats_t s = stats();
+    assert_int_equal(s.disk_writes, 3);
+    assert_int_equal(s.disk_write_failures, 0);
+    dnnjit__jit_key_t keys[] = {second, third};
+    for (int i = 0; i < 2; i++) {
+        char path[PATH_MAX];
+        size_t n;
+        file_of(f->dir, "sm_80", keys[i], path);
+        unsigned char *file = slurp(path, &n);
+        assert_true(file_is_whole(file, n, keys[i]));
+        free(file);
+    }
+    int cubins;
+    char folder[PATH_MAX];
+    pathf(folder, "%s/sm_80", f->dir);
+    assert_int_equal(count_entries(folder, ".cubin", &cubins), 2); /* no temporary file left */
+    assert_int_equal(cubins, 2);
 }
 
 /* ---- objects attached to entries ---- */
@@ -1124,6 +1322,8 @@ int main(int argc, char **argv)
         T(not_a_file_where_a_file_belongs),
         T(folder_follows_the_environment),
         T(list_and_clear),
+        T(clear_stays_inside_the_cache_folder),
+        T(writer_survives_a_clear),
         T(attached_objects_live_until_their_last_reference),
         T(failures_store_nothing),
     };

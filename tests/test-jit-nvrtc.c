@@ -196,6 +196,52 @@ static void missing_nvrtc_is_named(void **state)
     assert_int_equal(jt_run_child((const char *[]){"missing-nvrtc", NULL}, -1), 0);
 }
 
+/* The search for NVRTC reports the library that is there but unusable (here a truncated
+ * copy of this program, as a damaged install would be), not only the last missing file, and
+ * tries a file reached by a second name once. */
+static void search_reports_an_unusable_library(void **state)
+{
+    (void)state;
+    /* A short folder name, so that every name made from it fits. */
+    char dir[256], lib[512], again[1024];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/dnnjit-nvrtc-search-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(lib, sizeof lib, "%s/libnvrtc.so.13", dir);
+    snprintf(again, sizeof again, "%s/../%s/libnvrtc.so.13", dir, strrchr(dir, '/') + 1);
+    FILE *self = fopen("/proc/self/exe", "rb"), *copy = fopen(lib, "wb");
+    assert_non_null(self);
+    assert_non_null(copy);
+    char head[100];
+    assert_int_equal(fread(head, 1, sizeof head, self), sizeof head);
+    assert_int_equal(fwrite(head, 1, sizeof head, copy), sizeof head);
+    fclose(self);
+    assert_int_equal(fclose(copy), 0);
+
+    const char *paths[] = {"libnvrtc-dnnjit-test-none.so.13", lib, again, "/nonexistent/lib64/libnvrtc.so"};
+    char error[2048];
+    assert_false(dnnjit__nvrtc_load_first(paths, 4, error, sizeof error));
+    char want[1024];
+    snprintf(want, sizeof want, "NVRTC could not be loaded: %s: ", lib);
+    if (strncmp(error, want, strlen(want)) != 0)
+        fail_msg("the message does not start with the truncated library's reason: %s", error);
+    snprintf(want, sizeof want, "(tried libnvrtc-dnnjit-test-none.so.13, %s, /nonexistent/lib64/libnvrtc.so)", lib);
+    if (!strstr(error, want))
+        fail_msg("the message does not name each candidate once: %s", error);
+    /* With only missing files, the last one's reason is all there is to say. */
+    const char *missing[] = {"/nonexistent/lib64/libnvrtc.so.13", "/nonexistent/lib64/libnvrtc.so"};
+    assert_false(dnnjit__nvrtc_load_first(missing, 2, error, sizeof error));
+    assert_non_null(strstr(error, "NVRTC not found (tried /nonexistent/lib64/libnvrtc.so.13, "
+                                  "/nonexistent/lib64/libnvrtc.so; last error: /nonexistent/lib64/libnvrtc.so: "));
+    /* The failed candidates changed nothing: the loaded NVRTC still compiles. */
+    void *cubin = NULL;
+    size_t size = 0;
+    JT_OK(dnnjit__nvrtc_compile(jt_axpy_source, "axpy.cu", "sm_80", NULL, &cubin, &size));
+    free(cubin);
+    assert_int_equal(unlink(lib), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* Whether this machine has a driver, asked without the library. */
 static bool have_driver(void)
 {
@@ -298,6 +344,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(bad_arguments_are_rejected),
         cmocka_unit_test(version_is_reported),
         cmocka_unit_test(missing_nvrtc_is_named),
+        cmocka_unit_test(search_reports_an_unusable_library),
         cmocka_unit_test(driver_load_reports_what_is_missing),
         cmocka_unit_test(forced_driver_path_is_named),
         cmocka_unit_test(capability_maps_to_arch),

@@ -7,6 +7,7 @@
 #include "gpu.h"
 #include "layout.h"
 #include "jit/jit.h"
+#include "runtime/runtime.h"
 
 #include <errno.h>
 #include <math.h>
@@ -229,10 +230,13 @@ typedef struct options {
 } options_t;
 
 /* Whether `name` is one of the comma-separated names in `allowed` (whole names only, so
- * that --check or --c is not taken for --no-check or --calls). */
+ * that --check or --c is not taken for --no-check or --calls). The empty name (a bare
+ * "--") is none: the tool has no use for an end of options, as FILE never starts with "--". */
 static bool option_allowed(const char *allowed, const char *name)
 {
     size_t len = strlen(name);
+    if (!len)
+        return false;
     for (const char *at = allowed; (at = strstr(at, name)) != NULL; at += len)
         if ((at == allowed || at[-1] == ',') && (at[len] == ',' || at[len] == '\0'))
             return true;
@@ -353,7 +357,9 @@ static int cmd_ref(int argc, char **argv)
 }
 
 /* A handle for `arch`, or for the GPU when arch is NULL; without a GPU or arch, for
- * `fallback_arch` (NULL: a usage error). */
+ * `fallback_arch`, or (NULL) a failure that says why no GPU was found: the commands that
+ * take --arch give a fallback or need --arch, so only `run` fails here, and it cannot do
+ * without a GPU. */
 static int open_handle(const char *arch, const char *fallback_arch, dnnjit_handle_t *h)
 {
     dnnjit_status_t s = arch ? dnnjit_handle_create_for_arch(arch, h) : dnnjit_handle_create(h);
@@ -364,11 +370,12 @@ static int open_handle(const char *arch, const char *fallback_arch, dnnjit_handl
     dnnjit_handle_get_arch(*h, found, sizeof found, &has_device);
     if (*found)
         return EXIT_OK;
-    dnnjit_handle_destroy(*h);
     if (!fallback_arch) {
-        fprintf(stderr, "dnnjit: no GPU found; name an architecture with --arch (e.g. sm_90a)\n");
-        return EXIT_USAGE;
+        fprintf(stderr, "dnnjit: no GPU found: %s\n", (*h)->no_device_reason);
+        dnnjit_handle_destroy(*h);
+        return EXIT_FAILED;
     }
+    dnnjit_handle_destroy(*h);
     printf("no GPU found: planning for %s\n", fallback_arch);
     s = dnnjit_handle_create_for_arch(fallback_arch, h);
     return s ? report(s, "creating a handle") : EXIT_OK;
@@ -525,13 +532,6 @@ static int cmd_run(int argc, char **argv)
         rc = open_handle(NULL, NULL, &h);
     if (rc)
         return rc;
-    bool has_device;
-    char arch[32];
-    dnnjit_handle_get_arch(h, arch, sizeof arch, &has_device);
-    if (!has_device) {
-        dnnjit_handle_destroy(h);
-        return fprintf(stderr, "dnnjit: run needs a GPU; none was found\n"), EXIT_FAILED;
-    }
     rc = load_graph(o.path, h, &g);
     if (!rc) {
         dnnjit_status_t s = dnnjit_graph_create_execution_plans(g, all_modes, 3);
@@ -568,9 +568,17 @@ static int cmd_cache(int argc, char **argv)
         s = dnnjit__jit_cache_list(list_file, NULL);
     } else if (strcmp(argv[0], "stats") == 0) {
         uint64_t totals[2] = {0, 0};
+        dnnjit__jit_cache_leftovers_t left;
         s = dnnjit__jit_cache_list(count_file, totals);
         if (!s)
+            s = dnnjit__jit_cache_leftovers(&left);
+        if (!s)
             printf("%s: %llu kernels, %llu bytes\n", dir, (unsigned long long)totals[0], (unsigned long long)totals[1]);
+        /* Writers that died leave their temporary files, which can be large; they are
+         * never read, and only `cache clear` removes them. */
+        if (!s && left.files)
+            printf("%s: %llu leftover temporary files of interrupted writes, %llu bytes (cache clear removes them)\n",
+                   dir, (unsigned long long)left.files, (unsigned long long)left.bytes);
     } else if (strcmp(argv[0], "clear") == 0) {
         uint64_t removed = 0;
         s = dnnjit__jit_cache_clear_disk(&removed);

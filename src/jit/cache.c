@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- keys ---- */
@@ -53,14 +54,13 @@ dnnjit__jit_key_t dnnjit__jit_key_compute(const dnnjit__jit_key_input_t *in)
     hash_int(&st, in->dnnjit_version);
     hash_int(&st, in->nvrtc_major);
     hash_int(&st, in->nvrtc_minor);
+    hash_string(&st, in->nvrtc_build);
     hash_string(&st, in->arch);
     hash_string(&st, in->name);
     hash_string(&st, in->source);
-    const dnnjit__compile_options_t *o = in->options;
-    hash_int(&st, o ? o->cuda_headers : 0);
-    hash_int(&st, o ? o->extra_count : 0);
-    for (int i = 0; o && i < o->extra_count; i++)
-        hash_string(&st, o->extra[i]);
+    hash_int(&st, in->nvrtc_option_count);
+    for (int i = 0; i < in->nvrtc_option_count; i++)
+        hash_string(&st, in->nvrtc_options[i]);
     XXH128_hash_t h = XXH3_128bits_digest(&st);
     return (dnnjit__jit_key_t){.low = h.low64, .high = h.high64};
 }
@@ -88,11 +88,17 @@ void dnnjit__jit_key_hex(dnnjit__jit_key_t key, char hex[DNNJIT__KEY_HEX_LEN])
 dnnjit_status_t dnnjit__jit_key(const char *source, const char *name, const char *arch,
                                 const dnnjit__compile_options_t *options, dnnjit__jit_key_t *key)
 {
-    dnnjit__jit_key_input_t in = {
-        .source = source, .name = name, .arch = arch, .options = options, .dnnjit_version = DNNJIT_VERSION};
-    dnnjit_status_t s = dnnjit__nvrtc_version(&in.nvrtc_major, &in.nvrtc_minor);
+    dnnjit__nvrtc_options_t opts;
+    dnnjit_status_t s = dnnjit__nvrtc_options(arch, options, &opts);
+    if (s != DNNJIT_STATUS_SUCCESS)
+        return s;
+    dnnjit__jit_key_input_t in = {.source = source, .name = name, .arch = arch, .nvrtc_options = opts.list,
+                                  .nvrtc_option_count = opts.count, .nvrtc_build = dnnjit__nvrtc_identity(),
+                                  .dnnjit_version = DNNJIT_VERSION};
+    s = dnnjit__nvrtc_version(&in.nvrtc_major, &in.nvrtc_minor);
     if (s == DNNJIT_STATUS_SUCCESS)
         *key = dnnjit__jit_key_compute(&in);
+    dnnjit__nvrtc_options_free(&opts);
     return s;
 }
 
@@ -361,12 +367,15 @@ static void encode_header(unsigned char h[HEADER_SIZE], dnnjit__jit_key_t key, c
     dnnjit__put_u64(h + 40, key.high);
 }
 
-/* Warns once per process that the disk cache is unusable; lookups go on from memory. */
-static void disk_trouble(const char *what, const char *path, int err)
+/* Warns of the first CUBIN that could not be written: it is kept in memory only, for this
+ * process. Later failures are only counted (disk_write_failures), as an unusable folder
+ * would otherwise warn at every compile; the next write may well succeed. */
+static void write_trouble(const char *path, int err)
 {
     static atomic_flag warned = ATOMIC_FLAG_INIT;
     if (dnnjit__log_enabled() && !atomic_flag_test_and_set(&warned))
-        dnnjit__log("kernel cache: cannot %s %s (%s); caching in memory only", what, path, strerror(err));
+        dnnjit__log("kernel cache: cannot write %s (%s); this kernel is cached in memory only (later write failures "
+                    "are not reported)", path, strerror(err));
 }
 
 /* Writes the cache folder's name; false with *why set when there is none. */
@@ -469,16 +478,36 @@ static bool write_all(int fd, const void *buf, size_t n)
     return true;
 }
 
+/* Deletes `path` only if it is still the file open as `fd`: a writer may have renamed a
+ * good file over it since it was opened. */
+static void discard_if_same(int fd, const char *path)
+{
+    struct stat mine, now;
+    if (fstat(fd, &mine) == 0 && stat(path, &now) == 0 && mine.st_ino == now.st_ino && mine.st_dev == now.st_dev)
+        unlink(path);
+}
+
+int dnnjit__open_cache_file(const char *path, const char **why)
+{
+    *why = NULL;
+    /* Non-blocking, so that a FIFO put where the file belongs cannot hang the open; the
+     * flag changes nothing for a regular file. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)))
+        return fd;
+    *why = "not a regular file";
+    discard_if_same(fd, path);
+    close(fd);
+    return -1;
+}
+
 /* Checks an open cache file; returns the payload (malloc'd) or NULL with *why set. */
 static void *read_checked(int fd, dnnjit__jit_key_t key, size_t *size, const char **why)
 {
     struct stat st;
     unsigned char h[HEADER_SIZE];
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        *why = "not a regular file";
-        return NULL;
-    }
-    if (st.st_size < HEADER_SIZE || !read_all(fd, h, sizeof h)) {
+    if (fstat(fd, &st) != 0 || st.st_size < HEADER_SIZE || !read_all(fd, h, sizeof h)) {
         *why = "shorter than its header";
         return NULL;
     }
@@ -507,31 +536,25 @@ static void *read_checked(int fd, dnnjit__jit_key_t key, size_t *size, const cha
  * deleted). */
 static void *disk_lookup(const char *file, dnnjit__jit_key_t key, size_t *size)
 {
-    /* Non-blocking, so that a FIFO put where the file belongs cannot hang the open; the
-     * flag changes nothing for a regular file. */
-    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return NULL;
-    const char *why = NULL;
-    void *payload = read_checked(fd, key, size, &why);
+    const char *why;
+    int fd = dnnjit__open_cache_file(file, &why);
+    void *payload = fd >= 0 ? read_checked(fd, key, size, &why) : NULL;
     if (!payload && why) {
-        /* Delete the file only if it is still the one read: a writer may have renamed a
-         * good file over it since. */
-        struct stat mine, now;
-        if (fstat(fd, &mine) == 0 && stat(file, &now) == 0 && mine.st_ino == now.st_ino && mine.st_dev == now.st_dev)
-            unlink(file);
+        if (fd >= 0)
+            discard_if_same(fd, file);
         COUNT(bad_files);
         dnnjit__log("kernel cache: discarded %s: %s", file, why);
     }
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     return payload;
 }
 
 /* The file is written under a unique temporary name in the same folder, then renamed
  * into place, so that concurrent writers of one file all succeed and the last rename
  * wins. */
-bool dnnjit__write_file_atomic(const char *folder, const char *file, const void *head, size_t head_size,
-                               const void *body, size_t body_size)
+static bool write_once(const char *folder, const char *file, const void *head, size_t head_size, const void *body,
+                       size_t body_size)
 {
     char tmp[PATH_MAX];
     if (!make_folders(folder))
@@ -563,6 +586,17 @@ bool dnnjit__write_file_atomic(const char *folder, const char *file, const void 
     return ok;
 }
 
+bool dnnjit__write_file_atomic(const char *folder, const char *file, const void *head, size_t head_size,
+                               const void *body, size_t body_size)
+{
+    /* A cache clear in another process removes the folders it empties, possibly between
+     * make_folders and mkstemp here; and a temporary file may be taken before its rename.
+     * ENOENT from either means the folder or the file went, and the second attempt makes
+     * both again. */
+    return write_once(folder, file, head, head_size, body, body_size) ||
+           (errno == ENOENT && write_once(folder, file, head, head_size, body, body_size));
+}
+
 static void disk_store(const char *folder, const char *file, dnnjit__jit_key_t key, const void *cubin, size_t size)
 {
     unsigned char h[HEADER_SIZE];
@@ -572,7 +606,7 @@ static void disk_store(const char *folder, const char *file, dnnjit__jit_key_t k
         return;
     }
     COUNT(disk_write_failures);
-    disk_trouble("write", file, errno);
+    write_trouble(file, errno);
 }
 
 /* ---- the lookup ---- */
@@ -703,13 +737,28 @@ static bool is_choice_name(const char *s)
     return is_hex(s, 32) && strcmp(s + 32, ".plan") == 0;
 }
 
-/* Calls `fn` for each file the library writes in the cache folder: CUBIN and temp files
- * in each architecture folder, choice and temp files in the autotune folder (whose `arch`
- * is then DNNJIT__AUTOTUNE_FOLDER); afterwards calls `folder_done` for each such folder
- * when non-NULL. */
-typedef void (*file_fn)(const char *arch, const char *name, const char *path, void *user);
+/* A temporary file is a writer's for the milliseconds it takes to write and rename it, and
+ * its time is that of its last write; one untouched for ten minutes was left by a writer
+ * that died. Only such leftovers are cleared and counted: a younger one may be a write in
+ * progress in another process, which would fail if its file went. */
+#define LEFTOVER_AGE_SECONDS 600
 
-static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), void *user)
+static bool is_leftover(const char *name, const struct stat *st)
+{
+    return is_temp_name(name) && time(NULL) - st->st_mtime >= LEFTOVER_AGE_SECONDS;
+}
+
+/* Calls `fn` for each regular file the library writes in the cache folder: CUBIN and temp
+ * files in each architecture folder, choice and temp files in the autotune folder (whose
+ * `arch` is then DNNJIT__AUTOTUNE_FOLDER). `folder` is the descriptor of the file's folder
+ * and `st` the file's status; `fn` returns whether it removed the file. Folders are opened
+ * relative to the cache folder and nothing is followed through a symbolic link, so that a
+ * link named like an architecture folder or a cache file is neither followed nor removed:
+ * nothing outside the cache folder is ever touched. A folder that loses its last file to
+ * `fn` is removed; one that was empty already, which the user may have made, stays. */
+typedef bool (*file_fn)(int folder, const char *arch, const char *name, const struct stat *st, void *user);
+
+static dnnjit_status_t walk(file_fn fn, void *user)
 {
     char root[PATH_MAX];
     dnnjit_status_t s = dnnjit__jit_cache_dir(root, sizeof root);
@@ -722,23 +771,27 @@ static dnnjit_status_t walk(file_fn fn, void (*folder_done)(const char *path), v
         return dnnjit__fail(NULL, DNNJIT_STATUS_IO_ERROR, "kernel cache: cannot read %s: %s", root, strerror(errno));
     }
     for (struct dirent *a; (a = readdir(top)) != NULL;) {
-        char folder[PATH_MAX];
         bool choices = strcmp(a->d_name, DNNJIT__AUTOTUNE_FOLDER) == 0;
-        if ((!choices && !dnnjit__arch_is_valid(a->d_name)) ||
-            snprintf(folder, sizeof folder, "%s/%s", root, a->d_name) >= (int)sizeof folder)
+        if (!choices && !dnnjit__arch_is_valid(a->d_name))
             continue;
-        DIR *d = opendir(folder);
-        if (!d)
+        int fd = openat(dirfd(top), a->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+            if (fd >= 0)
+                close(fd);
             continue;
+        }
+        bool removed = false;
         for (struct dirent *f; (f = readdir(d)) != NULL;) {
-            char path[PATH_MAX];
+            struct stat st;
             if ((is_temp_name(f->d_name) || (choices ? is_choice_name(f->d_name) : is_cubin_name(f->d_name))) &&
-                snprintf(path, sizeof path, "%s/%s", folder, f->d_name) < (int)sizeof path)
-                fn(a->d_name, f->d_name, path, user);
+                fstatat(dirfd(d), f->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                removed |= fn(dirfd(d), a->d_name, f->d_name, &st, user);
         }
         closedir(d);
-        if (folder_done)
-            folder_done(folder);
+        /* Fails, as it should, while the folder holds anything else. */
+        if (removed)
+            unlinkat(dirfd(top), a->d_name, AT_REMOVEDIR);
     }
     closedir(top);
     return DNNJIT_STATUS_SUCCESS;
@@ -749,16 +802,17 @@ typedef struct {
     void *user;
 } list_ctx_t;
 
-static void list_one(const char *arch, const char *name, const char *path, void *user)
+static bool list_one(int folder, const char *arch, const char *name, const struct stat *st, void *user)
 {
+    (void)folder;
     const list_ctx_t *ctx = user;
-    struct stat st;
-    if (!is_cubin_name(name) || stat(path, &st) != 0)
-        return;
-    dnnjit__jit_cache_file_t f = {.bytes = (uint64_t)st.st_size, .mtime = (int64_t)st.st_mtime};
-    snprintf(f.arch, sizeof f.arch, "%s", arch);
-    snprintf(f.key, sizeof f.key, "%.32s", name);
-    ctx->visit(&f, ctx->user);
+    if (is_cubin_name(name)) {
+        dnnjit__jit_cache_file_t f = {.bytes = (uint64_t)st->st_size, .mtime = (int64_t)st->st_mtime};
+        snprintf(f.arch, sizeof f.arch, "%s", arch);
+        snprintf(f.key, sizeof f.key, "%.32s", name);
+        ctx->visit(&f, ctx->user);
+    }
+    return false;
 }
 
 dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_file_t *file, void *user), void *user)
@@ -766,27 +820,42 @@ dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_fil
     if (!visit)
         return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "kernel cache list: visit is NULL");
     list_ctx_t ctx = {visit, user};
-    return walk(list_one, NULL, &ctx);
+    return walk(list_one, &ctx);
 }
 
-static void remove_one(const char *arch, const char *name, const char *path, void *user)
+static bool count_leftover(int folder, const char *arch, const char *name, const struct stat *st, void *user)
+{
+    (void)folder;
+    (void)arch;
+    dnnjit__jit_cache_leftovers_t *l = user;
+    if (is_leftover(name, st)) {
+        l->files++;
+        l->bytes += (uint64_t)st->st_size;
+    }
+    return false;
+}
+
+dnnjit_status_t dnnjit__jit_cache_leftovers(dnnjit__jit_cache_leftovers_t *leftovers)
+{
+    if (!leftovers)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "kernel cache leftovers: leftovers is NULL");
+    *leftovers = (dnnjit__jit_cache_leftovers_t){0, 0};
+    return walk(count_leftover, leftovers);
+}
+
+static bool remove_one(int folder, const char *arch, const char *name, const struct stat *st, void *user)
 {
     (void)arch;
-    (void)name;
-    if (unlink(path) == 0)
-        (*(uint64_t *)user)++;
-}
-
-/* Removes an architecture folder the clear emptied; one still holding other files stays. */
-static void remove_folder(const char *path)
-{
-    rmdir(path);
+    if ((is_temp_name(name) && !is_leftover(name, st)) || unlinkat(folder, name, 0) != 0)
+        return false;
+    (*(uint64_t *)user)++;
+    return true;
 }
 
 dnnjit_status_t dnnjit__jit_cache_clear_disk(uint64_t *removed)
 {
     uint64_t count = 0;
-    dnnjit_status_t s = walk(remove_one, remove_folder, &count);
+    dnnjit_status_t s = walk(remove_one, &count);
     if (removed)
         *removed = count;
     return s;

@@ -71,16 +71,42 @@ typedef struct dnnjit__compile_options {
 
 /* Loads NVRTC once per process. Tried in order: $DNNJIT_NVRTC_LIBRARY alone when set;
  * else libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so through the loader, then the same names
- * under $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. NOT_SUPPORTED with
- * every name tried when none loads. */
+ * under $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64, as
+ * dnnjit__nvrtc_load_first tries them. NOT_SUPPORTED with its message when none loads. */
 dnnjit_status_t dnnjit__nvrtc_load(void);
+
+/* Loads the first of `paths` (a name without '/' goes through the loader's search) that is
+ * an NVRTC, skipping any that resolves to a file tried already. False when none is, with
+ * `error` naming every candidate tried and the first reason that is not a missing file (a
+ * library that is there but unusable: damaged, or lacking an entry point), else the last
+ * reason. A failed candidate changes nothing, so that tests may call this with some. */
+bool dnnjit__nvrtc_load_first(const char *const *paths, int count, char *error, size_t size);
 
 /* The loaded NVRTC's version. */
 dnnjit_status_t dnnjit__nvrtc_version(int *major, int *minor);
 
+/* What tells the loaded NVRTC build from others of its version (the size and modification
+ * time of its file), or "" when its file could not be found. Only valid after a load. */
+const char *dnnjit__nvrtc_identity(void);
+
+/* The exact option list NVRTC is given to compile for `arch` with `options` (NULL for
+ * none): --gpu-architecture, -std=c++17, -default-device, then the toolkit's include and
+ * include/cccl folders when options->cuda_headers is set, else -minimal where NVRTC takes it
+ * (12.4 and later), then options->extra. Loads NVRTC, which decides -minimal. `list` points
+ * into the struct, which must stay where it is until dnnjit__nvrtc_options_free. */
+typedef struct dnnjit__nvrtc_options {
+    const char **list;
+    int count;
+    char arch[64], include[560], cccl[560]; /* the options made here */
+} dnnjit__nvrtc_options_t;
+
+dnnjit_status_t dnnjit__nvrtc_options(const char *arch, const dnnjit__compile_options_t *options,
+                                      dnnjit__nvrtc_options_t *out);
+void dnnjit__nvrtc_options_free(dnnjit__nvrtc_options_t *options);
+
 /* Compiles `source` (program `name`, used in NVRTC's messages) to a CUBIN for `arch` with
- * -std=c++17 and -default-device plus `options` (NULL for none). On success *cubin is a
- * malloc'd buffer of *size bytes that the caller frees. A compile error (or any other
+ * the options dnnjit__nvrtc_options gives for `options` (NULL for none). On success *cubin
+ * is a malloc'd buffer of *size bytes that the caller frees. A compile error (or any other
  * NVRTC failure while compiling) gives COMPILE_ERROR, an option or architecture this NVRTC
  * rejects NOT_SUPPORTED; both carry NVRTC's log, truncated to fit a message. */
 dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, const char *arch,
@@ -281,8 +307,8 @@ dnnjit_status_t dnnjit__driver_check_host_pointer(const void *ptr, const char *w
 
 /* ---- kernel cache ---- */
 
-/* A cache key: XXH3-128 over the source, name, options, architecture, NVRTC version and
- * dnnjit version. */
+/* A cache key: XXH3-128 over the source, name, architecture, the exact NVRTC options, the
+ * NVRTC version and build, and the dnnjit version. */
 typedef struct dnnjit__jit_key {
     uint64_t low, high;
 } dnnjit__jit_key_t;
@@ -292,8 +318,12 @@ typedef struct dnnjit__jit_key_input {
     const char *source;
     const char *name;
     const char *arch;
-    const dnnjit__compile_options_t *options; /* NULL: none */
+    /* The options exactly as NVRTC gets them (dnnjit__nvrtc_options): the fixed ones and the
+     * include folders as well as the caller's. NULL when nvrtc_option_count is 0. */
+    const char *const *nvrtc_options;
+    int nvrtc_option_count;
     int nvrtc_major, nvrtc_minor;
+    const char *nvrtc_build; /* dnnjit__nvrtc_identity(); NULL: "" */
     int dnnjit_version;
 } dnnjit__jit_key_input_t;
 
@@ -308,7 +338,8 @@ dnnjit__jit_key_t dnnjit__jit_cubin_key(const void *cubin, size_t size, const ch
 /* Lower-case hex of the key, high half first. */
 void dnnjit__jit_key_hex(dnnjit__jit_key_t key, char hex[DNNJIT__KEY_HEX_LEN]);
 
-/* The key a lookup uses: the loaded NVRTC's version and DNNJIT_VERSION. */
+/* The key a lookup uses: the options dnnjit__nvrtc_options gives, the loaded NVRTC's
+ * version and identity, and DNNJIT_VERSION. */
 dnnjit_status_t dnnjit__jit_key(const char *source, const char *name, const char *arch,
                                 const dnnjit__compile_options_t *options, dnnjit__jit_key_t *key);
 
@@ -390,15 +421,34 @@ typedef struct dnnjit__jit_cache_file {
 } dnnjit__jit_cache_file_t;
 
 /* Calls `visit` for each CUBIN file in the disk cache (no particular order). A folder
- * that does not exist lists nothing. */
+ * that does not exist lists nothing. Only regular files in real folders are listed, never
+ * anything reached through a symbolic link. */
 dnnjit_status_t dnnjit__jit_cache_list(void (*visit)(const dnnjit__jit_cache_file_t *file, void *user), void *user);
+
+/* Temporary files that writers which died left in the disk cache: those untouched for ten
+ * minutes (younger ones may be writes in progress). They are never read, only cleared. */
+typedef struct dnnjit__jit_cache_leftovers {
+    uint64_t files;
+    uint64_t bytes;
+} dnnjit__jit_cache_leftovers_t;
+
+dnnjit_status_t dnnjit__jit_cache_leftovers(dnnjit__jit_cache_leftovers_t *leftovers);
 
 /* Writes `head` then `body` (either may be empty, 0 bytes) as `file` (a path inside
  * `folder`; the folder and its parents are created when missing) so that readers see a
  * whole file or none: through "<file without its extension>.tmp.XXXXXX", synced and
- * renamed into place. False with errno set on failure; nothing is left behind. */
+ * renamed into place. A write that meets ENOENT (another process, such as a cache clear,
+ * removed the folder or the temporary file meanwhile) is made once more from the start.
+ * False with errno set on failure; nothing is left behind. */
 bool dnnjit__write_file_atomic(const char *folder, const char *file, const void *head, size_t head_size,
                                const void *body, size_t body_size);
+
+/* Opens `path`, a file of the disk cache, for reading without blocking, so that a FIFO put
+ * where the file belongs cannot hang the caller. Returns the descriptor of a regular file.
+ * Otherwise -1: with *why NULL (errno set) when there is no file or it cannot be opened,
+ * and with *why saying what is wrong when it is not a regular file, which is then deleted
+ * (a folder stays: only files are deleted). */
+int dnnjit__open_cache_file(const char *path, const char **why);
 
 /* The folder of the cache folder where dnnjit_graph_autotune remembers its choices
  * (src/runtime/autotune.c), one "<32 hex key>.plan" file each. */
@@ -408,8 +458,9 @@ bool dnnjit__write_file_atomic(const char *folder, const char *file, const void 
  * once no built kernel holds them either. */
 void dnnjit__jit_cache_clear_memory(void);
 /* Deletes the disk cache's CUBIN files, the autotune choices and leftover temporary files
- * (nothing else), and the folders they leave empty; *removed (may be NULL) counts the
- * files. */
+ * (those dnnjit__jit_cache_leftovers counts; nothing else), and the folders that deleting
+ * them left empty; *removed (may be NULL) counts the files. Symbolic links are neither
+ * followed nor deleted, so nothing outside the cache folder is touched. */
 dnnjit_status_t dnnjit__jit_cache_clear_disk(uint64_t *removed);
 
 #endif

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Executes before timing (first-launch costs, clocks ramping up), then `repeats` batches
  * of BATCH back-to-back executes between two events; a plan's time is the median batch.
@@ -113,9 +114,18 @@ int64_t dnnjit__autotune_remembered(dnnjit_graph_t g)
     if (!g->jit || g->jit->plan_count < 2 || !g->handle || !cache_folder(root) || !record_folder(root, folder) ||
         stat(folder, &st) != 0 || !record_file(g, folder, file, hex))
         return -1;
-    FILE *fp = fopen(file, "rb");
-    if (!fp)
+    /* Opened as the kernel cache opens its files, so that a FIFO where the record belongs
+     * cannot hang the build: it is discarded instead. */
+    const char *why;
+    int fd = dnnjit__open_cache_file(file, &why);
+    FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!fp) {
+        if (fd >= 0)
+            close(fd);
+        if (why)
+            dnnjit__log("autotune: discarded %s: %s", file, why);
         return -1;
+    }
     char text[RECORD_MAX], name[RECORD_MAX];
     size_t len = fread(text, 1, sizeof text, fp);
     fclose(fp);
