@@ -166,6 +166,10 @@ static dnnjit_status_t add_pointwise(reader_t *r, dnnjit_graph_t g)
     attr.elu_alpha = real_value(r);
     attr.softplus_beta = real_value(r);
     attr.swish_beta = real_value(r);
+    uint8_t given_zero = byte(r);
+    attr.has_elu_alpha = given_zero & 1;
+    attr.has_softplus_beta = given_zero & 2;
+    attr.has_swish_beta = given_zero & 4;
     /* Mostly the mode's own number of inputs, sometimes any number. */
     uint8_t b = byte(r);
     int given = b & 0xc0 ? dnnjit_pointwise_mode_arity(attr.mode) : b % 4;
@@ -186,6 +190,7 @@ static dnnjit_status_t add_norm(reader_t *r, dnnjit_graph_t g, bool backward)
     attr.norm_axes = (int)(byte(r) % 11) - 1;
     attr.epsilon = flag(r) ? tensor_id(r, g) : DNNJIT_TENSOR_NONE;
     attr.epsilon_value = real_value(r);
+    attr.has_epsilon_value = flag(r);
     dnnjit_tensor_t t[5], a, b, c;
     for (int i = 0; i < 5; i++)
         t[i] = tensor_id(r, g);
