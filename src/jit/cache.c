@@ -85,6 +85,19 @@ void dnnjit__jit_key_hex(dnnjit__jit_key_t key, char hex[DNNJIT__KEY_HEX_LEN])
     snprintf(hex, DNNJIT__KEY_HEX_LEN, "%016llx%016llx", (unsigned long long)key.high, (unsigned long long)key.low);
 }
 
+/* The key of a compile with the option list `opts` (dnnjit__nvrtc_options). */
+static dnnjit_status_t key_of(const char *source, const char *name, const char *arch,
+                              const dnnjit__nvrtc_options_t *opts, dnnjit__jit_key_t *key)
+{
+    dnnjit__jit_key_input_t in = {.source = source, .name = name, .arch = arch, .nvrtc_options = opts->list,
+                                  .nvrtc_option_count = opts->count, .nvrtc_build = dnnjit__nvrtc_identity(),
+                                  .dnnjit_version = DNNJIT_VERSION};
+    dnnjit_status_t s = dnnjit__nvrtc_version(&in.nvrtc_major, &in.nvrtc_minor);
+    if (s == DNNJIT_STATUS_SUCCESS)
+        *key = dnnjit__jit_key_compute(&in);
+    return s;
+}
+
 dnnjit_status_t dnnjit__jit_key(const char *source, const char *name, const char *arch,
                                 const dnnjit__compile_options_t *options, dnnjit__jit_key_t *key)
 {
@@ -92,12 +105,7 @@ dnnjit_status_t dnnjit__jit_key(const char *source, const char *name, const char
     dnnjit_status_t s = dnnjit__nvrtc_options(arch, options, &opts);
     if (s != DNNJIT_STATUS_SUCCESS)
         return s;
-    dnnjit__jit_key_input_t in = {.source = source, .name = name, .arch = arch, .nvrtc_options = opts.list,
-                                  .nvrtc_option_count = opts.count, .nvrtc_build = dnnjit__nvrtc_identity(),
-                                  .dnnjit_version = DNNJIT_VERSION};
-    s = dnnjit__nvrtc_version(&in.nvrtc_major, &in.nvrtc_minor);
-    if (s == DNNJIT_STATUS_SUCCESS)
-        *key = dnnjit__jit_key_compute(&in);
+    s = key_of(source, name, arch, &opts, key);
     dnnjit__nvrtc_options_free(&opts);
     return s;
 }
@@ -611,18 +619,12 @@ static void disk_store(const char *folder, const char *file, dnnjit__jit_key_t k
 
 /* ---- the lookup ---- */
 
-dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, const char *arch,
-                                      const dnnjit__compile_options_t *options, void **cubin, size_t *size,
-                                      dnnjit__jit_key_t *key_out)
+static dnnjit_status_t lookup_or_compile(const char *source, const char *name, const char *arch,
+                                         const dnnjit__nvrtc_options_t *opts, void **cubin, size_t *size,
+                                         dnnjit__jit_key_t *key_out)
 {
-    if (!source || !name || !cubin || !size)
-        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "kernel cache: source, name, cubin and size must be set");
-    *cubin = NULL;
-    *size = 0;
     dnnjit__jit_key_t key;
-    dnnjit_status_t s = dnnjit__check_arch(arch);
-    if (s == DNNJIT_STATUS_SUCCESS)
-        s = dnnjit__jit_key(source, name, arch, options, &key);
+    dnnjit_status_t s = key_of(source, name, arch, opts, &key);
     if (s != DNNJIT_STATUS_SUCCESS)
         return s;
     if (key_out)
@@ -641,12 +643,30 @@ dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, cons
     }
     COUNT(misses);
     COUNT(compiles);
-    if ((s = dnnjit__nvrtc_compile(source, name, arch, options, cubin, size)) != DNNJIT_STATUS_SUCCESS)
+    if ((s = dnnjit__nvrtc_compile_listed(source, name, arch, opts, cubin, size)) != DNNJIT_STATUS_SUCCESS)
         return s;
     if (disk)
         disk_store(folder, file, key, *cubin, *size);
     memory_insert(key, *cubin, *size);
     return DNNJIT_STATUS_SUCCESS;
+}
+
+dnnjit_status_t dnnjit__jit_get_cubin(const char *source, const char *name, const char *arch,
+                                      const dnnjit__compile_options_t *options, void **cubin, size_t *size,
+                                      dnnjit__jit_key_t *key_out)
+{
+    if (!source || !name || !cubin || !size)
+        return dnnjit__fail(NULL, DNNJIT_STATUS_BAD_PARAM, "kernel cache: source, name, cubin and size must be set");
+    *cubin = NULL;
+    *size = 0;
+    /* One option list both keys the lookup and, on a miss, is what NVRTC compiles with. */
+    dnnjit__nvrtc_options_t opts;
+    dnnjit_status_t s = dnnjit__nvrtc_options(arch, options, &opts);
+    if (s != DNNJIT_STATUS_SUCCESS)
+        return s;
+    s = lookup_or_compile(source, name, arch, &opts, cubin, size, key_out);
+    dnnjit__nvrtc_options_free(&opts);
+    return s;
 }
 
 /* ---- compiling many kernels at once ---- */

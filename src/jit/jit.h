@@ -112,6 +112,11 @@ void dnnjit__nvrtc_options_free(dnnjit__nvrtc_options_t *options);
 dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, const char *arch,
                                       const dnnjit__compile_options_t *options, void **cubin, size_t *size);
 
+/* The same with the option list dnnjit__nvrtc_options made (NVRTC loaded, `arch` checked),
+ * so that a caller that also keys a cache on the list compiles with the very same one. */
+dnnjit_status_t dnnjit__nvrtc_compile_listed(const char *source, const char *name, const char *arch,
+                                             const dnnjit__nvrtc_options_t *opts, void **cubin, size_t *size);
+
 /* ---- CUDA driver ---- */
 
 /* The few driver types used here, declared with the same layout as cuda.h so that the

@@ -364,16 +364,23 @@ dnnjit_status_t dnnjit__nvrtc_compile(const char *source, const char *name, cons
     dnnjit_status_t s = dnnjit__nvrtc_options(arch, options, &opts);
     if (s != DNNJIT_STATUS_SUCCESS)
         return s;
+    s = dnnjit__nvrtc_compile_listed(source, name, arch, &opts, cubin, size);
+    dnnjit__nvrtc_options_free(&opts);
+    return s;
+}
 
+dnnjit_status_t dnnjit__nvrtc_compile_listed(const char *source, const char *name, const char *arch,
+                                             const dnnjit__nvrtc_options_t *opts, void **cubin, size_t *size)
+{
+    *cubin = NULL;
+    *size = 0;
+    dnnjit_status_t s = DNNJIT_STATUS_SUCCESS;
     nvrtc_program_t prog = NULL;
     nvrtc_result_t r = nvrtc.create_program(&prog, source, name, 0, NULL, NULL);
-    if (r != NVRTC_SUCCESS) {
-        dnnjit__nvrtc_options_free(&opts);
+    if (r != NVRTC_SUCCESS)
         return dnnjit__fail(NULL, r == NVRTC_ERROR_OUT_OF_MEMORY ? DNNJIT_STATUS_OUT_OF_MEMORY : DNNJIT_STATUS_COMPILE_ERROR,
                             "nvrtcCreateProgram for \"%s\" failed: %s", name, nvrtc.get_error_string(r));
-    }
-    r = nvrtc.compile_program(prog, opts.count, opts.list);
-    dnnjit__nvrtc_options_free(&opts);
+    r = nvrtc.compile_program(prog, opts->count, opts->list);
     if (r == NVRTC_SUCCESS && dnnjit__log_enabled()) {
         /* A compile that succeeds may still have warned: shown only when asked for, so
          * that whoever changes a kernel template sees what NVRTC said of it. */
